@@ -1,0 +1,227 @@
+// schedlab: argument parsing only; the work happens in the libraries.
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "collector/perf/perf_source.hpp"
+#include "collector/runner/runner.hpp"
+#include "collector/sysinfo/sysinfo.hpp"
+#include "core/bundle_io.hpp"
+#include "core/error.hpp"
+#include "core/summary.hpp"
+#include "workloads/registry.hpp"
+
+namespace schedlab {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+struct RunArgs {
+  std::vector<std::string> workloads;
+  std::vector<std::string> params;
+  std::vector<std::string> events;
+  int repetitions = 9;  // unless given: 9, or 3 for the quick suite
+  bool repetitions_given = false;
+  int trials = 1;
+  double timeout_s = 120;
+  double settle_timeout_s = 10;
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  bool no_counters = false;
+  std::string label;
+  std::string out = "results";
+  std::string isolation = "auto";
+};
+
+// "yield.threads=2" -> (yield, threads, 2)
+std::tuple<std::string, std::string, std::string> split_param(const std::string& text) {
+  auto eq = text.find('=');
+  auto dot = text.find('.');
+  if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || eq == dot + 1)
+    throw InputError("--param '" + text + "': expected WORKLOAD.KEY=VALUE");
+  return {text.substr(0, dot), text.substr(dot + 1, eq - dot - 1), text.substr(eq + 1)};
+}
+
+RunPlan make_plan(const RunArgs& a) {
+  RunPlan plan;
+  if (a.workloads.empty()) {
+    plan.instances = quick_suite();
+    plan.repetitions = a.repetitions_given ? a.repetitions : 3;
+    plan.smoke = true;
+  } else {
+    for (const auto& w : a.workloads) plan.instances.push_back({w, w, {}});
+    plan.repetitions = a.repetitions_given ? a.repetitions : 9;
+    plan.smoke = plan.repetitions < 5;
+  }
+  for (const auto& text : a.params) {
+    auto [workload, key, value] = split_param(text);
+    bool applied = false;
+    for (auto& in : plan.instances)
+      if (in.workload == workload) {
+        in.params[key] = value;
+        applied = true;
+      }
+    if (!applied)
+      throw InputError("--param " + text + ": workload '" + workload + "' is not part of this run");
+  }
+  plan.trials = a.trials;
+  plan.events = a.events;
+  plan.counters = !a.no_counters;
+  if (a.no_counters && !a.events.empty()) throw InputError("--event and --no-counters contradict each other");
+  plan.timeout_s = a.timeout_s;
+  plan.seed = a.seed_given ? a.seed : std::random_device{}();
+  plan.label = a.label;
+  plan.out_dir = a.out;
+  plan.isolation = parse_isolation_mode(a.isolation);
+  plan.settle.max_wait_s = a.settle_timeout_s;
+  return plan;
+}
+
+int cmd_run(const RunArgs& args) {
+  PreparedRun run(make_plan(args), HostPaths::live());
+  auto progress = make_progress(stderr);
+  auto outcome = execute(run, *progress);
+  for (const auto& path : outcome.bundles) {
+    auto bundle = load_bundle(path);
+    std::cout << format_summary(bundle, path.string(), noise_warnings(bundle.environment, bundle.host))
+              << "\n";
+  }
+  for (const auto& path : outcome.bundles) std::cout << "bundle: " << path.string() << "\n";
+  if (outcome.interrupted) std::cerr << "schedlab: interrupted; what was measured is in the bundle\n";
+  if (outcome.failed_repetitions > 0)
+    std::cerr << "schedlab: " << outcome.failed_repetitions << " repetition(s) did not succeed\n";
+  return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
+}
+
+int cmd_show(const std::string& path) {
+  auto bundle = load_bundle(path);
+  std::cout << format_summary(bundle, path, noise_warnings(bundle.environment, bundle.host));
+  return 0;
+}
+
+std::string range_text(const ParamSpec& p) {
+  if (p.kind == ParamKind::kChoice) {
+    std::string out;
+    for (const auto& c : p.choices) out += (out.empty() ? "" : "|") + (c.back() == ':' ? c + "PRIO" : c);
+    return out;
+  }
+  if (!p.min && !p.max) return "";
+  return fmt::format("{}..{}", p.min ? fmt::format("{:g}", *p.min) : "",
+                     p.max ? fmt::format("{:g}", *p.max) : "");
+}
+
+int cmd_workloads() {
+  for (const auto& entry : builtin_workloads()) {
+    auto w = entry.make();
+    fmt::print("{} {} — {}\n  reproduces: {}\n  parameters (--param {}.KEY=VALUE):\n", w->name(),
+               w->version(), w->summary(), w->experiment(), w->name());
+    for (const auto& p : w->params())
+      fmt::print("    {:<22} {:<8} default {:<10} {:<6} {:<28} {}\n", w->name() + "." + p.key, p.kind_name(),
+                 p.default_value.is_string() ? p.default_value.get<std::string>() : p.default_value.dump(),
+                 p.unit.empty() ? "" : p.unit, range_text(p), p.help);
+    fmt::print("  metrics (* headline):\n");
+    for (const auto& m : w->metrics())
+      fmt::print("    {:<22} {:<6} {:<17} {}\n", m.name + (m.headline ? " *" : ""), m.unit,
+                 to_string(m.direction), m.help);
+    fmt::print("  quick suite instances:");
+    for (const auto& [id, _] : w->quick_instances()) fmt::print(" {}", id);
+    fmt::print("\n\n");
+  }
+  return 0;
+}
+
+int cmd_events(bool all) {
+  fmt::print("PMUs present (libpfm4):\n");
+  std::vector<std::string> names = default_events();
+  for (const auto& pmu : present_pmus()) {
+    fmt::print("  {:<12} {} ({} events)\n", pmu.name, pmu.description, pmu.events);
+    if (all)
+      for (const auto& e : pmu_event_names(pmu.name)) names.push_back(e);
+  }
+  fmt::print("\n{:<34} {:<7} {}\n", "event", "opens", "encoding / why not");
+  for (const auto& name : names) {
+    auto p = probe_event(name);
+    if (p.opens)
+      fmt::print("{:<34} {:<7} {}\n", name, "yes", p.encoded.canonical);
+    else
+      fmt::print("{:<34} {:<7} {}: {}\n", name, "no", errno_name(p.error_number), p.reason);
+  }
+  if (!all) fmt::print("\n(the default event set; --all lists every event of the PMUs present)\n");
+  return 0;
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "schedlab: what did this scheduler change do? Benchmarks and counters for Linux CPU schedulers."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "schedlab 0.1.0");
+
+  RunArgs run_args;
+  auto* run =
+      app.add_subcommand("run", "Run workloads under the collector and write a result bundle per trial");
+  run->add_option("--workload", run_args.workloads,
+                  "Workloads to run (NAME[,NAME...]); default: the quick suite")
+      ->delimiter(',');
+  run->add_option("--param", run_args.params, "WORKLOAD.KEY=VALUE (repeatable; see `schedlab workloads`)");
+  auto* repetitions = run->add_option(
+      "--repetitions", run_args.repetitions,
+      "Timed repetitions per instance after one discarded warm-up (default 9; quick suite 3)");
+  run->add_option("--trials", run_args.trials, "Trials (one bundle each) on the running kernel")
+      ->default_val(1);
+  run->add_option("--event", run_args.events,
+                  "Counter event, libpfm4 syntax (repeatable; replaces the default set; commas are literal)");
+  run->add_flag("--no-counters", run_args.no_counters, "Attach no perf counters");
+  run->add_option("--timeout", run_args.timeout_s, "Time limit of one repetition, seconds")->default_val(120);
+  run->add_option("--settle-timeout", run_args.settle_timeout_s,
+                  "Longest wait for a quiet machine before each instance, seconds")
+      ->default_val(10);
+  auto* seed =
+      run->add_option("--seed", run_args.seed, "Seed of the workload-order shuffle (default: random)");
+  run->add_option("--label", run_args.label, "Free text stored in the bundle");
+  run->add_option("--out", run_args.out, "Directory for the bundles")->default_val("results");
+  run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
+
+  std::string show_path;
+  auto* show = app.add_subcommand("show", "Summarise a bundle");
+  show->add_option("BUNDLE", show_path, "A bundle file")->required();
+
+  auto* workloads = app.add_subcommand("workloads", "List workloads, their parameters and metrics");
+  bool all_events = false;
+  auto* events = app.add_subcommand("events", "What libpfm4 encodes and what opens on this machine");
+  events->add_flag("--all", all_events, "Every event of the PMUs present, not only the default set");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitBadInput;
+  }
+  run_args.seed_given = seed->count() > 0;
+  run_args.repetitions_given = repetitions->count() > 0;
+  try {
+    if (*run) return cmd_run(run_args);
+    if (*show) return cmd_show(show_path);
+    if (*workloads) return cmd_workloads();
+    if (*events) return cmd_events(all_events);
+  } catch (const InputError& e) {
+    std::cerr << "schedlab: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "schedlab: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace schedlab
+
+int main(int argc, char** argv) {
+  return schedlab::run_cli(argc, argv);
+}

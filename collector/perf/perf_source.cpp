@@ -1,0 +1,172 @@
+#include "collector/perf/perf_source.hpp"
+
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "core/error.hpp"
+#include "core/host_paths.hpp"
+
+namespace schedlab {
+namespace {
+
+bool is_clock(const perf_event_attr& a) {
+  return a.type == PERF_TYPE_SOFTWARE &&
+         (a.config == PERF_COUNT_SW_CPU_CLOCK || a.config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
+bool is_switch_event(const perf_event_attr& a) {
+  return a.type == PERF_TYPE_SOFTWARE &&
+         (a.config == PERF_COUNT_SW_CONTEXT_SWITCHES || a.config == PERF_COUNT_SW_CPU_MIGRATIONS);
+}
+
+}  // namespace
+
+PerfOpener system_perf_opener() {
+  return [](perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+    long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, flags);
+    return fd < 0 ? -errno : static_cast<int>(fd);
+  };
+}
+
+std::string perf_open_advice(int err) {
+  switch (err) {
+    case EACCES:
+    case EPERM: {
+      auto paranoid = read_line("/proc/sys/kernel/perf_event_paranoid");
+      return "not permitted (kernel.perf_event_paranoid=" + paranoid.value_or("?") +
+             "): run as root or with CAP_PERFMON, or set kernel.perf_event_paranoid <= 1";
+    }
+    case ENOENT:
+    case EOPNOTSUPP:
+      return "no PMU here counts this event (a VM without a virtual PMU exposes software events only)";
+    case ENODEV:
+      return "this CPU does not support the event";
+    case EMFILE:
+      return "too many open files: raise the limit (ulimit -n)";
+    case EBUSY:
+      return "the PMU is in use by someone else (another profiler, or the NMI watchdog holding a counter)";
+    case EINVAL:
+      return "the kernel rejected the event's attributes (an unsupported modifier or config?)";
+    default:
+      return "perf_event_open failed";
+  }
+}
+
+PerfSource::PerfSource(std::vector<std::string> events, PerfOpener opener)
+    : events_(std::move(events)), opener_(std::move(opener)) {}
+
+PerfSource::~PerfSource() {
+  close_all();
+}
+
+void PerfSource::close_all() {
+  for (auto& c : counters_)
+    if (c.fd >= 0) {
+      ::close(c.fd);
+      c.fd = -1;
+    }
+}
+
+void PerfSource::attach(pid_t pid) {
+  close_all();
+  counters_.clear();
+  for (const auto& name : events_) {
+    Counter c;
+    c.event = encode_event(name);
+    if (c.event.encoded) {
+      perf_event_attr attr = c.event.attr;
+      attr.disabled = 1;
+      attr.inherit = 1;
+      attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+      int fd = opener_(attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd < 0) {
+        c.open_errno = -fd;
+        c.open_reason = "perf_event_open: " + errno_text(-fd) + ": " + perf_open_advice(-fd);
+      } else {
+        c.fd = fd;
+      }
+    }
+    counters_.push_back(std::move(c));
+  }
+}
+
+void PerfSource::enable() {
+  for (auto& c : counters_)
+    if (c.fd >= 0 && ::ioctl(c.fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      c.open_errno = errno;
+      c.open_reason = "PERF_EVENT_IOC_ENABLE: " + errno_text(errno);
+      ::close(c.fd);
+      c.fd = -1;
+    }
+}
+
+void PerfSource::collect(Repetition& rep) {
+  for (auto& c : counters_) {
+    CounterReading r;
+    r.encoding = c.event.canonical;
+    if (!c.event.encoded) {
+      r.status = status::kUnsupported;
+      r.error_number = c.event.error_number;
+      r.reason = c.event.reason;
+    } else if (c.fd < 0) {
+      r.status = status::kUnsupported;
+      r.error_number = c.open_errno;
+      r.reason = c.open_reason;
+    } else {
+      std::uint64_t buf[3] = {0, 0, 0};
+      ssize_t n = ::read(c.fd, buf, sizeof buf);
+      if (n != static_cast<ssize_t>(sizeof buf)) {
+        r.status = status::kUnsupported;
+        r.error_number = n < 0 ? errno : EIO;
+        r.reason = "read of the counter failed";
+      } else if (buf[2] == 0) {
+        r.status = status::kNotCounted;
+        r.reason = "the event was never scheduled on a counter (time_running = 0)";
+        r.time_enabled_ns = buf[1];
+      } else {
+        r.raw = buf[0];
+        r.time_enabled_ns = buf[1];
+        r.time_running_ns = buf[2];
+        r.value = buf[2] < buf[1] ? static_cast<double>(buf[0]) * static_cast<double>(buf[1]) /
+                                        static_cast<double>(buf[2])
+                                  : static_cast<double>(buf[0]);
+        r.unit = is_clock(c.event.attr) ? "ns" : "count";
+      }
+    }
+    if (c.event.encoded && is_switch_event(c.event.attr) && c.event.attr.exclude_kernel)
+      r.note = "counted at user level only: software switch events happen in the kernel and read 0 this way";
+    rep.counters[c.event.name] = r;
+  }
+  close_all();
+}
+
+}  // namespace schedlab
+
+namespace schedlab {
+
+EventProbe probe_event(const std::string& name) {
+  EventProbe p;
+  p.encoded = encode_event(name);
+  if (!p.encoded.encoded) {
+    p.error_number = p.encoded.error_number;
+    p.reason = p.encoded.reason;
+    return p;
+  }
+  perf_event_attr attr = p.encoded.attr;
+  attr.disabled = 1;
+  int fd = system_perf_opener()(attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd >= 0) {
+    p.opens = true;
+    ::close(fd);
+  } else {
+    p.error_number = -fd;
+    p.reason = perf_open_advice(-fd);
+  }
+  return p;
+}
+
+}  // namespace schedlab

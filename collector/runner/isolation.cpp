@@ -1,0 +1,211 @@
+#include "collector/runner/isolation.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+
+namespace schedlab {
+namespace {
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  out.flush();
+  if (!out) throw SystemError("write '" + text + "' to " + p.string(), errno ? errno : EIO);
+}
+
+nlohmann::json parse_key_values(const std::string& text) {
+  nlohmann::json j = nlohmann::json::object();
+  std::istringstream in(text);
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value) j[key] = value;
+  return j;
+}
+
+// The cgroup v2 directory this process belongs to, or "" with `why` set.
+std::filesystem::path own_cgroup2_dir(const HostPaths& paths, std::string& why) {
+  auto mountinfo = read_text(paths.proc / "self/mountinfo");
+  std::string mount;
+  if (mountinfo) {
+    std::istringstream in(*mountinfo);
+    for (std::string line; std::getline(in, line);) {
+      auto dash = line.find(" - ");
+      if (dash == std::string::npos) continue;
+      auto fs = split_ws(line.substr(dash + 3));
+      auto fields = split_ws(line.substr(0, dash));
+      if (!fs.empty() && fs[0] == "cgroup2" && fields.size() > 4) {
+        mount = fields[4];
+        break;
+      }
+    }
+  }
+  if (mount.empty()) {
+    why = "no cgroup v2 hierarchy is mounted";
+    return {};
+  }
+  auto cgroups = read_text(paths.proc / "self/cgroup");
+  if (cgroups) {
+    std::istringstream in(*cgroups);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("0::", 0) == 0) return std::filesystem::path(mount) / line.substr(4);
+  }
+  why = "this process has no cgroup v2 membership line in /proc/self/cgroup";
+  return {};
+}
+
+class CgroupLeaf : public Isolation {
+ public:
+  explicit CgroupLeaf(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  ~CgroupLeaf() override {
+    for (int i = 0; i < 50 && ::rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string mode() const override { return "cgroup"; }
+  void adopt(pid_t pid) override { write_file(dir_ / "cgroup.procs", std::to_string(pid)); }
+
+  int live_processes() const override {
+    auto procs = read_text(dir_ / "cgroup.procs");
+    return procs ? static_cast<int>(split_ws(*procs).size()) : 0;
+  }
+
+  int kill_all() override {
+    const auto pids = split_ws(read_text(dir_ / "cgroup.procs").value_or(""));
+    const int n = static_cast<int>(pids.size());
+    if (n == 0) return 0;
+    if (std::filesystem::exists(dir_ / "cgroup.kill")) {
+      write_file(dir_ / "cgroup.kill", "1");
+    } else {  // before Linux 5.14: kill one by one until the leaf stays empty
+      for (int round = 0; round < 100 && live_processes() > 0; ++round)
+        for (const auto& pid : split_ws(read_text(dir_ / "cgroup.procs").value_or("")))
+          ::kill(std::stoi(pid), SIGKILL);
+    }
+    const double until = monotonic_seconds() + 10;
+    while (populated() && monotonic_seconds() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Orphans were re-parented to us (we are their subreaper): reap them, leave no zombie.
+    for (const auto& pid : pids) ::waitpid(std::stoi(pid), nullptr, WNOHANG | __WALL);
+    return n;
+  }
+
+  nlohmann::json describe() const override {
+    return {{"mode", mode()},
+            {"cgroup", dir_.string()},
+            {"cpu_stat", parse_key_values(read_text(dir_ / "cpu.stat").value_or(""))}};
+  }
+
+ private:
+  bool populated() const {
+    auto events = read_text(dir_ / "cgroup.events").value_or("");
+    return events.find("populated 1") != std::string::npos;
+  }
+  std::filesystem::path dir_;
+};
+
+class ProcessGroup : public Isolation {
+ public:
+  explicit ProcessGroup(std::string fallback_reason) : fallback_reason_(std::move(fallback_reason)) {}
+  std::string mode() const override { return "process-group"; }
+  void adopt(pid_t pid) override {
+    pgid_ = pid;
+    // The child calls setpgid(0, 0) itself too; whichever runs first wins the race harmlessly.
+    if (::setpgid(pid, pid) != 0 && errno != EACCES) throw SystemError("setpgid", errno);
+  }
+  int live_processes() const override { return static_cast<int>(descendants_of(::getpid()).size()); }
+  int kill_all() override {
+    if (pgid_ > 0) ::kill(-pgid_, SIGKILL);
+    return kill_descendants(10);
+  }
+  nlohmann::json describe() const override {
+    nlohmann::json j{{"mode", mode()}, {"pgid", pgid_}};
+    if (!fallback_reason_.empty()) j["why_not_cgroup"] = fallback_reason_;
+    return j;
+  }
+
+ private:
+  pid_t pgid_ = -1;
+  std::string fallback_reason_;
+};
+
+}  // namespace
+
+IsolationMode parse_isolation_mode(const std::string& text) {
+  if (text == "auto") return IsolationMode::kAuto;
+  if (text == "cgroup") return IsolationMode::kCgroup;
+  if (text == "process-group") return IsolationMode::kProcessGroup;
+  throw InputError("isolation '" + text + "' is not one of auto, cgroup, process-group");
+}
+
+std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string& leaf_name,
+                                          const HostPaths& paths) {
+  if (mode == IsolationMode::kProcessGroup)
+    return std::make_unique<ProcessGroup>("process-group isolation was asked for");
+  std::string why;
+  auto parent = own_cgroup2_dir(paths, why);
+  if (!parent.empty()) {
+    auto dir = parent / leaf_name;
+    if (::mkdir(dir.c_str(), 0755) == 0) return std::make_unique<CgroupLeaf>(dir);
+    why = "cannot create " + dir.string() + ": " + errno_text(errno);
+  }
+  if (mode == IsolationMode::kCgroup) throw Error("cgroup isolation unavailable: " + why);
+  return std::make_unique<ProcessGroup>(why);
+}
+
+std::vector<pid_t> descendants_of(pid_t ancestor, const HostPaths& paths) {
+  std::multimap<pid_t, pid_t> children;  // ppid -> pid
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(paths.proc, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    auto stat = read_line(entry.path() / "stat");
+    if (!stat) continue;
+    auto close = stat->rfind(')');  // comm may contain spaces and parentheses
+    if (close == std::string::npos) continue;
+    auto fields = split_ws(stat->substr(close + 1));
+    if (fields.size() < 2 || fields[0] == "Z" || fields[0] == "X") continue;
+    children.emplace(static_cast<pid_t>(std::stol(fields[1])), static_cast<pid_t>(std::stol(name)));
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier{ancestor};
+  while (!frontier.empty()) {
+    std::vector<pid_t> next;
+    for (pid_t p : frontier) {
+      auto [b, e] = children.equal_range(p);
+      for (auto it = b; it != e; ++it) {
+        out.push_back(it->second);
+        next.push_back(it->second);
+      }
+    }
+    frontier = std::move(next);
+  }
+  return out;
+}
+
+int kill_descendants(double timeout_s) {
+  std::set<pid_t> killed;
+  const double until = monotonic_seconds() + timeout_s;
+  for (;;) {
+    // Reap what already died (zombies are not listed as live but must not linger).
+    while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+    }
+    auto pids = descendants_of(::getpid());
+    if (pids.empty() || monotonic_seconds() > until) break;
+    for (pid_t p : pids)
+      if (::kill(p, SIGKILL) == 0) killed.insert(p);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return static_cast<int>(killed.size());
+}
+
+}  // namespace schedlab

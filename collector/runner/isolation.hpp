@@ -1,0 +1,43 @@
+#pragma once
+// Where a repetition's processes live, so that all of them can be killed and accounted:
+// a cgroup v2 leaf where the hierarchy is writable (cgroup.kill reaches even a task that
+// called setsid()), a process group otherwise (with a sweep of our descendants for escapees).
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/host_paths.hpp"
+
+namespace schedlab {
+
+enum class IsolationMode { kAuto, kCgroup, kProcessGroup };
+IsolationMode parse_isolation_mode(const std::string& text);  // auto | cgroup | process-group
+
+class Isolation {
+ public:
+  virtual ~Isolation() = default;
+  virtual std::string mode() const = 0;
+  // Puts the (not yet started) process in; throws SystemError on failure.
+  virtual void adopt(pid_t pid) = 0;
+  // Number of processes still inside, besides any already reaped.
+  virtual int live_processes() const = 0;
+  // Kills everything inside and waits (bounded) until it is gone. Returns how many were killed.
+  virtual int kill_all() = 0;
+  virtual nlohmann::json describe() const = 0;  // mode, path, cpu.stat, why a fallback was taken
+};
+
+// kAuto: a cgroup leaf when possible, else a process group with the reason recorded.
+std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string& leaf_name,
+                                          const HostPaths& paths = HostPaths::live());
+
+// All live descendants of `ancestor` (from /proc), children before grandchildren.
+std::vector<pid_t> descendants_of(pid_t ancestor, const HostPaths& paths = HostPaths::live());
+
+// SIGKILLs every descendant of this process (after a subreaper adopted them) and reaps direct
+// children among them, until none is left or `timeout_s` passed. Returns how many were killed.
+int kill_descendants(double timeout_s);
+
+}  // namespace schedlab

@@ -1,0 +1,96 @@
+#include "collector/runner/progress.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace schedlab {
+namespace {
+
+std::string rep_label(const ProgressState& s) {
+  std::string r = s.repetition == 0 ? "warm-up" : fmt::format("rep {}/{}", s.repetition, s.repetitions);
+  if (s.trials > 1) r = fmt::format("trial {}/{} {}", s.trial + 1, s.trials, r);
+  return r;
+}
+
+std::string headline(const Repetition& rep, const std::string& metric) {
+  if (!rep.ok()) return rep.status + ": " + rep.reason;
+  std::string out = fmt::format("ok in {:.2f} s", rep.duration_s);
+  auto it = rep.metrics.find(metric);
+  if (it != rep.metrics.end())
+    out += fmt::format(", {}={:.6g} {}", it->first, it->second.value, it->second.unit);
+  return out;
+}
+
+std::string eta(double s) {
+  return s < 0 ? "?" : fmt::format("~{:.0f} s", s);
+}
+
+class LogProgress : public Progress {
+ public:
+  explicit LogProgress(std::FILE* out) : out_(out) {}
+  void started(const ProgressState& s) override {
+    fmt::print(out_, "schedlab: {} {}: started ({:.0f} s elapsed, {} left)\n", s.instance, rep_label(s),
+               s.elapsed_s, eta(s.eta_s));
+    std::fflush(out_);
+  }
+  void finished(const ProgressState& s, const Repetition& rep) override {
+    fmt::print(out_, "schedlab: {} {}: {}\n", s.instance, rep_label(s), headline(rep, s.headline_metric));
+    std::fflush(out_);
+  }
+  void message(const std::string& text) override {
+    fmt::print(out_, "schedlab: {}\n", text);
+    std::fflush(out_);
+  }
+  void done() override {}
+
+ private:
+  std::FILE* out_;
+};
+
+class TerminalProgress : public Progress {
+ public:
+  explicit TerminalProgress(std::FILE* out) : out_(out) {}
+  void started(const ProgressState& s) override {
+    fmt::print(out_, "\r\033[K{} {} · {:.0f} s elapsed · {} left", s.instance, rep_label(s), s.elapsed_s,
+               eta(s.eta_s));
+    std::fflush(out_);
+  }
+  void finished(const ProgressState& s, const Repetition& rep) override {
+    if (!rep.ok())
+      fmt::print(out_, "\r\033[K{} {}: {}\n", s.instance, rep_label(s), headline(rep, s.headline_metric));
+    std::fflush(out_);
+  }
+  void message(const std::string& text) override {
+    fmt::print(out_, "\r\033[K{}\n", text);
+    std::fflush(out_);
+  }
+  void done() override {
+    fmt::print(out_, "\r\033[K");
+    std::fflush(out_);
+  }
+
+ private:
+  std::FILE* out_;
+};
+
+class SilentProgress : public Progress {
+ public:
+  void started(const ProgressState&) override {}
+  void finished(const ProgressState&, const Repetition&) override {}
+  void message(const std::string&) override {}
+  void done() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Progress> make_progress(std::FILE* out) {
+  if (::isatty(::fileno(out))) return std::make_unique<TerminalProgress>(out);
+  return std::make_unique<LogProgress>(out);
+}
+
+std::unique_ptr<Progress> make_silent_progress() {
+  return std::make_unique<SilentProgress>();
+}
+
+}  // namespace schedlab

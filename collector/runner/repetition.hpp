@@ -1,0 +1,30 @@
+#pragma once
+// Runs one repetition of a workload in a child process: isolated (cgroup leaf or process
+// group), counted by the sources from before its first instruction of work, bounded by a
+// time limit after which everything it started is killed.
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/runner/isolation.hpp"
+#include "collector/source.hpp"
+#include "core/result.hpp"
+#include "workloads/workload.hpp"
+
+namespace schedlab {
+
+struct RepetitionRequest {
+  Workload* workload = nullptr;
+  const ParamValues* params = nullptr;
+  const WorkloadContext* context = nullptr;
+  std::vector<std::unique_ptr<Source>> sources;
+  double timeout_s = 120;
+  IsolationMode isolation = IsolationMode::kAuto;
+  std::string leaf_name = "schedlab";
+  const volatile std::sig_atomic_t* interrupted = nullptr;  // set by a signal handler: stop now
+};
+
+Repetition run_repetition(RepetitionRequest& request);
+
+}  // namespace schedlab

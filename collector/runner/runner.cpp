@@ -1,0 +1,187 @@
+#include "collector/runner/runner.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <random>
+#include <set>
+
+#include "collector/perf/perf_source.hpp"
+#include "collector/runner/interrupt.hpp"
+#include "collector/runner/repetition.hpp"
+#include "collector/sysinfo/sysinfo.hpp"
+#include "core/bundle_io.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "workloads/common/task_setup.hpp"
+#include "workloads/registry.hpp"
+
+namespace schedlab {
+namespace {
+
+std::string make_run_id(std::uint64_t entropy) {
+  std::string ts = utc_timestamp();  // 2026-11-30T16:18:24.123Z
+  std::string compact;
+  for (char c : ts.substr(0, 19))
+    if (c != '-' && c != ':') compact += c;
+  return compact + "Z-" +
+         hex64(fnv1a64(std::to_string(entropy) + ts + std::to_string(::getpid()))).substr(0, 6);
+}
+
+// Fisher-Yates with our own draw, so a seed gives the same order with any standard library.
+std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  return order;
+}
+
+void check_output_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("--out " + dir.string() + ": cannot create the directory: " + ec.message());
+  if (::access(dir.c_str(), W_OK) != 0) throw InputError("--out " + dir.string() + ": not writable");
+}
+
+std::string headline_of(const Workload& w) {
+  for (const auto& m : w.metrics())
+    if (m.headline) return m.name;
+  return "";
+}
+
+}  // namespace
+
+std::vector<InstancePlan> quick_suite() {
+  std::vector<InstancePlan> out;
+  for (const auto& entry : builtin_workloads()) {
+    auto w = entry.make();
+    for (const auto& [id, params] : w->quick_instances()) out.push_back({id, entry.name, params});
+  }
+  return out;
+}
+
+PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan)), paths_(std::move(paths)) {
+  if (plan_.instances.empty()) throw InputError("nothing to run: no workload instance");
+  if (plan_.repetitions < 1) throw InputError("--repetitions must be at least 1");
+  if (plan_.trials < 1) throw InputError("--trials must be at least 1");
+  if (!(plan_.timeout_s > 0)) throw InputError("--timeout must be a positive number of seconds");
+  context_.topology = read_topology(paths_);
+  context_.allowed_cpus = current_affinity();
+  std::set<std::string> ids;
+  for (const auto& ip : plan_.instances) {
+    if (!ids.insert(ip.id).second) throw InputError("workload instance '" + ip.id + "' is given twice");
+    PreparedInstance pi;
+    pi.id = ip.id;
+    pi.workload = make_workload(ip.workload);
+    pi.params = resolve_params(ip.workload, pi.workload->params(), ip.params);
+    pi.workload->validate(pi.params, context_);
+    instances_.push_back(std::move(pi));
+  }
+  if (plan_.counters) {
+    if (plan_.events.empty()) plan_.events = default_events();
+    for (const auto& e : plan_.events) {
+      auto enc = encode_event(e);
+      if (enc.unknown) throw InputError("--event " + e + ": unknown event (see `schedlab events`)");
+    }
+  } else {
+    plan_.events.clear();
+  }
+  check_output_dir(plan_.out_dir);
+}
+
+RunOutcome execute(PreparedRun& run, Progress& progress) {
+  InterruptGuard interrupt;
+  const auto& plan = run.plan();
+  RunOutcome outcome;
+  const std::string run_id = make_run_id(plan.seed);
+  const int per_instance = plan.repetitions + 1;
+  const int total = plan.trials * static_cast<int>(run.instances().size()) * per_instance;
+  const double start = monotonic_seconds();
+  int done = 0;
+  double work_s = 0;
+
+  for (int trial = 0; trial < plan.trials && !outcome.interrupted; ++trial) {
+    Bundle bundle;
+    bundle.run_id = run_id;
+    bundle.trial = trial;
+    bundle.trials = plan.trials;
+    bundle.label = plan.label;
+    bundle.smoke = plan.smoke;
+    bundle.seed = plan.seed;
+    bundle.events = plan.events;
+    bundle.started_at = utc_timestamp();
+    auto sys = collect_sysinfo(run.paths());
+    bundle.boot_id = sys.boot_id;
+    bundle.host = sys.host;
+    bundle.kernel = sys.kernel;
+    bundle.configuration = sys.configuration;
+    bundle.environment = sys.environment;
+    bundle.provenance = sys.provenance;
+    bundle.provenance["seed"] = plan.seed;
+
+    const auto order = shuffled_order(run.instances().size(), plan.seed + static_cast<std::uint64_t>(trial));
+    for (std::size_t pos = 0; pos < order.size() && !outcome.interrupted; ++pos) {
+      const auto& pi = run.instances()[order[pos]];
+      Instance inst;
+      inst.id = pi.id;
+      inst.workload = pi.workload->name();
+      inst.workload_version = pi.workload->version();
+      inst.params = pi.params;
+      inst.params_hash = canonical_hash(pi.params);
+      for (const auto& m : pi.workload->metrics())
+        inst.metric_info[m.name] = {m.unit, m.direction, m.headline, m.help};
+      inst.run_order = static_cast<int>(pos);
+      inst.settle = settle(plan.settle, static_cast<int>(run.context().topology.cpus.size()), run.paths());
+      if (!inst.settle.value("settled", false))
+        progress.message(
+            fmt::format("{}: machine not quiet after {:.0f} s (load1 {}, {} running); starting anyway", pi.id,
+                        plan.settle.max_wait_s, inst.settle.value("load1", -1.0),
+                        inst.settle.value("procs_running", -1)));
+      for (int r = 0; r < per_instance && !outcome.interrupted; ++r) {
+        ProgressState ps{pi.id,
+                         trial,
+                         plan.trials,
+                         r,
+                         plan.repetitions,
+                         monotonic_seconds() - start,
+                         done ? work_s / done * (total - done) : -1.0,
+                         headline_of(*pi.workload)};
+        progress.started(ps);
+        RepetitionRequest req;
+        req.workload = pi.workload.get();
+        req.params = &pi.params;
+        req.context = &run.context();
+        if (plan.counters) req.sources.push_back(std::make_unique<PerfSource>(plan.events));
+        req.timeout_s = plan.timeout_s;
+        req.isolation = plan.isolation;
+        req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);
+        req.interrupted = interrupt.flag();
+        Repetition rep = run_repetition(req);
+        rep.warmup = r == 0;
+        rep.index = r == 0 ? 0 : r - 1;
+        work_s += rep.duration_s;
+        ++done;
+        progress.finished(ps, rep);
+        if (!rep.ok()) ++outcome.failed_repetitions;
+        if (*interrupt.flag()) outcome.interrupted = true;
+        if (rep.warmup)
+          inst.warmup = std::move(rep);
+        else
+          inst.repetitions.push_back(std::move(rep));
+      }
+      bundle.instances.push_back(std::move(inst));
+    }
+    bundle.finished_at = utc_timestamp();
+    const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial);
+    write_bundle(path, bundle);
+    outcome.bundles.push_back(path);
+    progress.message("wrote " + path.string());
+  }
+  progress.done();
+  return outcome;
+}
+
+}  // namespace schedlab

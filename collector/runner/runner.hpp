@@ -1,0 +1,74 @@
+#pragma once
+// Runs a plan: for each trial, every workload instance in a seeded shuffled order, one
+// discarded warm-up and R timed repetitions each, and writes one bundle per trial.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/runner/isolation.hpp"
+#include "collector/runner/progress.hpp"
+#include "collector/runner/settle.hpp"
+#include "core/host_paths.hpp"
+#include "workloads/workload.hpp"
+
+namespace schedlab {
+
+struct InstancePlan {
+  std::string id;
+  std::string workload;
+  std::map<std::string, std::string> params;  // KEY -> VALUE as given
+};
+
+struct RunPlan {
+  std::vector<InstancePlan> instances;
+  int repetitions = 9;
+  bool smoke = false;
+  int trials = 1;
+  std::vector<std::string> events;  // empty with counters on: the default set
+  bool counters = true;
+  double timeout_s = 120;
+  std::uint64_t seed = 0;
+  std::string label;
+  std::filesystem::path out_dir = "results";
+  IsolationMode isolation = IsolationMode::kAuto;
+  SettlePolicy settle;
+};
+
+struct PreparedInstance {
+  std::string id;
+  std::unique_ptr<Workload> workload;
+  ParamValues params;
+};
+
+// Everything checked before anything runs or is written: workloads, parameters against this
+// machine's topology, events, the output directory. Throws InputError.
+class PreparedRun {
+ public:
+  PreparedRun(RunPlan plan, HostPaths paths);
+  const RunPlan& plan() const { return plan_; }
+  const std::vector<PreparedInstance>& instances() const { return instances_; }
+  const WorkloadContext& context() const { return context_; }
+  const HostPaths& paths() const { return paths_; }
+
+ private:
+  RunPlan plan_;
+  HostPaths paths_;
+  WorkloadContext context_;
+  std::vector<PreparedInstance> instances_;
+};
+
+struct RunOutcome {
+  std::vector<std::filesystem::path> bundles;
+  int failed_repetitions = 0;
+  bool interrupted = false;
+};
+
+RunOutcome execute(PreparedRun& run, Progress& progress);
+
+// The quick suite: every registered workload's quick instances.
+std::vector<InstancePlan> quick_suite();
+
+}  // namespace schedlab

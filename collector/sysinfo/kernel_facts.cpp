@@ -1,0 +1,229 @@
+// The kernel's identity and the scheduler configuration under test, read through HostPaths.
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "collector/sysinfo/sysinfo.hpp"
+#include "core/hash.hpp"
+
+namespace schedlab::sysinfo_detail {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using KernelConfig = std::map<std::string, std::string, std::less<>>;
+
+// What the scheduler reports itself as when a BPF scheduler is attached (DESIGN.md spells it "scx:").
+constexpr const char* kSchedExtPrefix = "scx:";
+
+// debugfs files under sched/ that are tunables rather than statistics or dumps.
+constexpr const char* kDebugfsTunables[] = {
+    "base_slice_ns",       "latency_ns", "min_granularity_ns", "wakeup_granularity_ns",
+    "migration_cost_nsec", "nr_migrate", "tunable_scaling",    "preempt"};
+
+// Static preemption models in the order Kconfig makes them exclusive; the first one set wins.
+struct PreemptModel {
+  const char* config;  // symbol in /boot/config-*
+  const char* model;
+};
+constexpr PreemptModel kPreemptModels[] = {{"CONFIG_PREEMPT_LAZY", "lazy"},
+                                           {"CONFIG_PREEMPT", "full"},
+                                           {"CONFIG_PREEMPT_VOLUNTARY", "voluntary"},
+                                           {"CONFIG_PREEMPT_NONE", "none"}};
+
+// Words of `uname -v` ("#1 SMP PREEMPT_DYNAMIC ...") that name a static model; none/voluntary leave no word.
+struct VersionWord {
+  const char* word;
+  const char* model;
+};
+constexpr VersionWord kVersionWords[] = {{"PREEMPT_RT", "rt"}, {"PREEMPT_LAZY", "lazy"}, {"PREEMPT", "full"}};
+
+json or_null(const std::optional<std::string>& s) {
+  return s ? json(*s) : json(nullptr);
+}
+
+std::optional<long> to_long(std::string_view s) {
+  long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// "CONFIG_HZ=250" lines of a kernel config; "# CONFIG_X is not set" lines are left out.
+KernelConfig parse_config(const std::string& text) {
+  KernelConfig out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (line.rfind("CONFIG_", 0) != 0 || eq == std::string::npos) continue;
+    out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+bool config_yes(const KernelConfig& config, std::string_view key) {
+  auto it = config.find(key);
+  return it != config.end() && it->second == "y";
+}
+
+// Name -> trimmed content of the regular files in `dir` whose name starts with `prefix`
+// (null for an unreadable file); null when the directory cannot be listed.
+json files_in(const fs::path& dir, std::string_view prefix) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return nullptr;
+  json out = json::object();
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    std::error_code type_ec;
+    if (name.rfind(prefix, 0) != 0 || !it->is_regular_file(type_ec)) continue;
+    auto text = read_text(it->path());
+    out[name] = text ? json(trim(*text)) : json(nullptr);
+  }
+  return out;
+}
+
+// The mode a PREEMPT_DYNAMIC kernel runs in: debugfs shows "none voluntary (full) lazy" and is
+// current even after a runtime switch; otherwise preempt= on the cmdline chose it at boot.
+std::optional<std::string> dynamic_mode(const HostPaths& paths, const std::optional<std::string>& cmdline) {
+  if (auto line = read_trimmed(paths.sys / "kernel/debug/sched/preempt")) {
+    auto open = line->find('('), close = line->find(')');
+    if (open != std::string::npos && close != std::string::npos && close > open)
+      return line->substr(open + 1, close - open - 1);
+  }
+  if (cmdline) return cmdline_param(*cmdline, "preempt");
+  return std::nullopt;
+}
+
+struct Preempt {
+  std::string model;   // "none", "voluntary", "full", "lazy", "rt", "dynamic:<mode>" or "unknown"
+  std::string source;  // "config", "version" or "unknown"
+};
+
+std::optional<Preempt> preempt_from_config(const KernelConfig& config,
+                                           const std::optional<std::string>& mode) {
+  if (config_yes(config, "CONFIG_PREEMPT_RT")) return Preempt{"rt", "config"};
+  std::optional<std::string> built;
+  for (const auto& m : kPreemptModels)
+    if (config_yes(config, m.config)) {
+      built = m.model;
+      break;
+    }
+  // A dynamic kernel boots into the built-in model unless preempt= or debugfs says otherwise.
+  if (config_yes(config, "CONFIG_PREEMPT_DYNAMIC"))
+    return Preempt{"dynamic:" + mode.value_or(built.value_or("unknown")), "config"};
+  if (built) return Preempt{*built, "config"};
+  return std::nullopt;
+}
+
+Preempt preempt_from_version(const std::string& version, const std::optional<std::string>& mode) {
+  const auto words = split_ws(version);
+  auto has = [&](std::string_view w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+  if (has("PREEMPT_DYNAMIC")) return {"dynamic:" + mode.value_or("unknown"), "version"};
+  for (const auto& v : kVersionWords)
+    if (has(v.word)) return {v.model, "version"};
+  return {"unknown", "unknown"};
+}
+
+json clocksource(const HostPaths& paths) {
+  const auto dir = paths.sys / "devices/system/clocksource/clocksource0";
+  auto available = read_trimmed(dir / "available_clocksource");
+  return {{"current", or_null(read_trimmed(dir / "current_clocksource"))},
+          {"available", available ? json(split_ws(*available)) : json(nullptr)}};
+}
+
+// "6.18.44-fc-v595" -> {6, 18}.
+std::optional<std::pair<long, long>> major_minor(const json& release) {
+  if (!release.is_string()) return std::nullopt;
+  const auto& r = release.get_ref<const std::string&>();
+  auto dot = r.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  auto end = r.find_first_not_of("0123456789", dot + 1);
+  auto major = to_long(std::string_view(r).substr(0, dot));
+  auto minor = to_long(std::string_view(r).substr(dot + 1, end == std::string::npos ? end : end - dot - 1));
+  if (!major || !minor) return std::nullopt;
+  return std::pair{*major, *minor};
+}
+
+std::string scheduler_name(const HostPaths& paths, const json& release) {
+  if (read_trimmed(paths.sys / "kernel/sched_ext/state") == "enabled") {
+    auto ops = read_trimmed(paths.sys / "kernel/sched_ext/root/ops");
+    return kSchedExtPrefix + (ops && !ops->empty() ? *ops : std::string("unknown"));
+  }
+  auto version = major_minor(release);
+  if (!version) return "unknown";
+  return *version >= std::pair<long, long>{6, 6} ? "eevdf" : "cfs";
+}
+
+json sched_features(const HostPaths& paths) {
+  auto text = read_text(paths.sys / "kernel/debug/sched/features");
+  if (!text) text = read_text(paths.sys / "kernel/debug/sched_features");  // before 5.13
+  return text ? json(split_ws(*text)) : json(nullptr);
+}
+
+}  // namespace
+
+std::optional<std::string> read_trimmed(const fs::path& path) {
+  auto line = read_line(path);
+  if (!line) return std::nullopt;
+  return trim(*line);
+}
+
+std::optional<std::string> cmdline_param(const std::string& cmdline, std::string_view name) {
+  const std::string prefix = std::string(name) + "=";
+  std::optional<std::string> value;
+  for (const auto& word : split_ws(cmdline)) {
+    if (word == "--") break;  // the rest belongs to init
+    if (word.rfind(prefix, 0) == 0) value = word.substr(prefix.size());
+  }
+  return value;
+}
+
+json kernel_facts(const HostPaths& paths) {
+  auto release = read_trimmed(paths.proc / "sys/kernel/osrelease");
+  auto version = read_trimmed(paths.proc / "sys/kernel/version");
+  auto cmdline = read_trimmed(paths.proc / "cmdline");
+  std::optional<std::string> config_text;
+  if (release && !release->empty()) config_text = read_text(paths.boot / ("config-" + *release));
+  const KernelConfig config = config_text ? parse_config(*config_text) : KernelConfig{};
+
+  auto hz_it = config.find("CONFIG_HZ");
+  auto hz = hz_it == config.end() ? std::nullopt : to_long(hz_it->second);
+  auto mode = dynamic_mode(paths, cmdline);
+  auto preempt = preempt_from_config(config, mode);
+  if (!preempt) preempt = version ? preempt_from_version(*version, mode) : Preempt{"unknown", "unknown"};
+
+  return {{"release", or_null(release)},
+          {"version", or_null(version)},
+          {"cmdline", or_null(cmdline)},
+          {"hz", hz ? json(*hz) : json(nullptr)},
+          {"hz_source", hz ? "config" : "unknown"},
+          {"preempt", preempt->model},
+          {"preempt_source", preempt->source},
+          {"clocksource", clocksource(paths)},
+          {"mitigations", files_in(paths.sys / "devices/system/cpu/vulnerabilities", "")},
+          {"config_hash", config_text ? json(canonical_hash(*config_text)) : json(nullptr)}};
+}
+
+json scheduler_facts(const HostPaths& paths, const json& release) {
+  json tunables = files_in(paths.proc / "sys/kernel", "sched_");
+  bool debugfs = false;
+  for (const char* name : kDebugfsTunables) {
+    auto text = read_text(paths.sys / "kernel/debug/sched" / name);
+    if (!text) continue;
+    if (tunables.is_null()) tunables = json::object();
+    tunables[std::string("debugfs/") + name] = trim(*text);
+    debugfs = true;
+  }
+  json features = sched_features(paths);
+  return {{"sched_tunables", tunables},
+          {"sched_debugfs", debugfs || !features.is_null()},
+          {"sched_features", features},
+          {"scheduler", scheduler_name(paths, release)}};
+}
+
+}  // namespace schedlab::sysinfo_detail

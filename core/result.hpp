@@ -1,0 +1,105 @@
+#pragma once
+// The result bundle of DESIGN.md ("schedlab.result/1") as C++ types. Sources and the runner
+// fill these; JSON is one encoder of them (bundle_io.hpp).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metric.hpp"
+
+namespace schedlab {
+
+inline constexpr const char* kResultSchema = "schedlab.result/1";
+
+// Repetition and counter status words. Readers must accept values not listed here.
+namespace status {
+inline constexpr const char* kOk = "ok";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kTimeout = "timeout";
+inline constexpr const char* kSkipped = "skipped";
+inline constexpr const char* kUnsupported = "unsupported";
+inline constexpr const char* kNotCounted = "not-counted";
+}  // namespace status
+
+struct CounterReading {
+  std::string status = status::kOk;
+  std::string unit = "count";
+  double value = 0;       // scaled for multiplexing when time_running < time_enabled
+  std::uint64_t raw = 0;  // as read
+  std::uint64_t time_enabled_ns = 0;
+  std::uint64_t time_running_ns = 0;
+  int error_number = 0;  // for unsupported: the errno of the failed call
+  std::string reason;    // for unsupported / not-counted: what failed and what to do
+  std::string encoding;  // libpfm4's canonical form of the event
+  std::string note;      // e.g. a software switch event counted without kernel level
+
+  bool ok() const { return status == status::kOk; }
+  bool multiplexed() const { return ok() && time_running_ns < time_enabled_ns; }
+};
+
+struct Repetition {
+  int index = 0;
+  bool warmup = false;
+  std::string started_at;
+  double duration_s = 0;
+  std::string status = status::kOk;
+  std::string reason;
+  std::map<std::string, MetricValue> metrics;
+  std::map<std::string, CounterReading> counters;
+  nlohmann::json rusage = nlohmann::json::object();     // of the repetition's whole process tree
+  nlohmann::json isolation = nlohmann::json::object();  // cgroup leaf or process group, cpu.stat
+  nlohmann::json details = nlohmann::json::object();    // workload-specific extras
+
+  bool ok() const { return status == status::kOk; }
+};
+
+struct MetricInfo {
+  std::string unit;
+  Direction direction = Direction::kLowerIsBetter;
+  bool headline = false;
+  std::string help;
+};
+
+struct Instance {
+  std::string id;
+  std::string workload;
+  std::string workload_version;
+  nlohmann::json params = nlohmann::json::object();  // resolved: every default filled in
+  std::string params_hash;
+  std::map<std::string, MetricInfo> metric_info;
+  int run_order = 0;  // position in this trial's shuffled order
+  nlohmann::json settle = nlohmann::json::object();
+  std::optional<Repetition> warmup;
+  std::vector<Repetition> repetitions;
+};
+
+struct Bundle {
+  std::string schema = kResultSchema;
+  std::string run_id;
+  int trial = 0;
+  int trials = 1;
+  std::string label;
+  bool smoke = false;  // a quick run: too few repetitions for verdicts
+  std::string boot_id;
+  std::string started_at;
+  std::string finished_at;
+  std::uint64_t seed = 0;
+  std::vector<std::string> events;
+  nlohmann::json host = nlohmann::json::object();
+  nlohmann::json kernel = nlohmann::json::object();
+  nlohmann::json configuration = nlohmann::json::object();
+  nlohmann::json environment = nlohmann::json::object();
+  nlohmann::json provenance = nlohmann::json::object();
+  std::vector<Instance> instances;
+};
+
+nlohmann::json to_json(const Bundle& b);
+
+// Validates while converting; throws BundleError naming `source` and the JSON path.
+Bundle bundle_from_json(const nlohmann::json& j, const std::string& source);
+
+}  // namespace schedlab

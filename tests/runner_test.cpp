@@ -1,0 +1,155 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "collector/runner/repetition.hpp"
+#include "test_util.hpp"
+
+namespace schedlab {
+namespace {
+
+using testing::process_alive;
+
+// Workloads that exercise the runner's edges. They run in the runner's child process and
+// report through the same channel as real workloads.
+class ScriptedWorkload : public Workload {
+ public:
+  explicit ScriptedWorkload(std::function<WorkloadResult()> body) : body_(std::move(body)) {}
+  std::string name() const override { return "scripted"; }
+  std::string version() const override { return "0"; }
+  std::string summary() const override { return "test"; }
+  std::string experiment() const override { return "test"; }
+  std::vector<ParamSpec> params() const override { return {}; }
+  std::vector<MetricDesc> metrics() const override { return {}; }
+  std::map<std::string, std::map<std::string, std::string>> quick_instances() const override { return {}; }
+  void validate(const ParamValues&, const WorkloadContext&) const override {}
+  WorkloadResult run(const ParamValues&, const WorkloadContext&) override { return body_(); }
+
+ private:
+  std::function<WorkloadResult()> body_;
+};
+
+// The pid file lets the test find the grandchild after the repetition ended.
+WorkloadResult spawn_daemon_grandchild(const std::filesystem::path& pid_file) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();  // leaves the process group: only a cgroup or a subreaper sweep still finds it
+    testing::spit(pid_file, std::to_string(::getpid()));
+    for (;;) ::pause();
+  }
+  while (!std::filesystem::exists(pid_file) || testing::slurp(pid_file).empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return {};
+}
+
+Repetition run(ScriptedWorkload& w, IsolationMode mode, double timeout_s = 30) {
+  ParamValues params = nlohmann::json::object();
+  WorkloadContext ctx;
+  RepetitionRequest req;
+  req.workload = &w;
+  req.params = &params;
+  req.context = &ctx;
+  req.timeout_s = timeout_s;
+  req.isolation = mode;
+  req.leaf_name = "schedlab-test-" + std::to_string(::getpid());
+  return run_repetition(req);
+}
+
+class RunnerIsolation : public ::testing::TestWithParam<IsolationMode> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == IsolationMode::kCgroup) {
+      try {
+        make_isolation(IsolationMode::kCgroup, "schedlab-probe-" + std::to_string(::getpid()));
+      } catch (const std::exception& e) {
+        GTEST_SKIP() << "no writable cgroup v2 hierarchy here: " << e.what();
+      }
+    }
+  }
+};
+
+TEST_P(RunnerIsolation, ReturnsTheWorkloadsMetrics) {
+  ScriptedWorkload w([] {
+    WorkloadResult r;
+    r.metrics["answer"] = {42, "count"};
+    r.details = {{"pid", ::getpid()}};
+    return r;
+  });
+  auto rep = run(w, GetParam());
+  ASSERT_EQ(rep.status, "ok") << rep.reason;
+  EXPECT_EQ(rep.metrics.at("answer").value, 42);
+  EXPECT_NE(rep.details.at("pid").get<int>(), ::getpid());  // it ran in a child
+  EXPECT_EQ(rep.isolation.at("mode"), GetParam() == IsolationMode::kCgroup ? "cgroup" : "process-group");
+  if (GetParam() == IsolationMode::kCgroup) {
+    EXPECT_TRUE(rep.isolation.at("cpu_stat").contains("usage_usec"));
+  }
+}
+
+TEST_P(RunnerIsolation, TimeoutKillsTheWorkload) {
+  ScriptedWorkload w([]() -> WorkloadResult {
+    for (;;) ::pause();
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto rep = run(w, GetParam(), 0.5);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(rep.status, "timeout");
+  EXPECT_NE(rep.reason.find("time limit of 0.5"), std::string::npos) << rep.reason;
+  EXPECT_GE(rep.duration_s, 0.5);
+}
+
+TEST_P(RunnerIsolation, DaemonisedGrandchildDiesWhenTheWorkloadReturns) {
+  testing::TempDir dir;
+  auto pid_file = dir.path() / "grandchild.pid";
+  ScriptedWorkload w([&] { return spawn_daemon_grandchild(pid_file); });
+  auto rep = run(w, GetParam());
+  EXPECT_EQ(rep.status, "ok") << rep.reason;
+  pid_t grandchild = std::stoi(testing::slurp(pid_file));
+  EXPECT_FALSE(process_alive(grandchild)) << "grandchild " << grandchild << " survived";
+  EXPECT_EQ(rep.isolation.at("stray_processes"), 1);
+}
+
+TEST_P(RunnerIsolation, DaemonisedGrandchildDiesOnTimeout) {
+  testing::TempDir dir;
+  auto pid_file = dir.path() / "grandchild.pid";
+  ScriptedWorkload w([&]() -> WorkloadResult {
+    spawn_daemon_grandchild(pid_file);
+    for (;;) ::pause();
+  });
+  auto rep = run(w, GetParam(), 1.0);
+  EXPECT_EQ(rep.status, "timeout");
+  pid_t grandchild = std::stoi(testing::slurp(pid_file));
+  EXPECT_FALSE(process_alive(grandchild)) << "grandchild " << grandchild << " survived";
+}
+
+TEST_P(RunnerIsolation, ExceptionBecomesAFailedRepetitionWithItsMessage) {
+  ScriptedWorkload w(
+      []() -> WorkloadResult { throw std::runtime_error("tree does not build: foo.c:1: error"); });
+  auto rep = run(w, GetParam());
+  EXPECT_EQ(rep.status, "failed");
+  EXPECT_EQ(rep.reason, "tree does not build: foo.c:1: error");
+}
+
+TEST_P(RunnerIsolation, CrashIsReportedWithTheSignal) {
+  ScriptedWorkload w([]() -> WorkloadResult { std::abort(); });
+  auto rep = run(w, GetParam());
+  EXPECT_EQ(rep.status, "failed");
+  EXPECT_EQ(rep.reason, "workload killed by signal 6 (SIGABRT)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RunnerIsolation,
+                         ::testing::Values(IsolationMode::kCgroup, IsolationMode::kProcessGroup),
+                         [](const auto& param_info) {
+                           return param_info.param == IsolationMode::kCgroup ? "cgroup" : "pgroup";
+                         });
+
+TEST(Runner, NoLeafIsLeftBehind) {
+  ScriptedWorkload w([] { return WorkloadResult{}; });
+  auto rep = run(w, IsolationMode::kAuto);
+  if (rep.isolation.at("mode") != "cgroup") GTEST_SKIP() << "no cgroup v2 here";
+  EXPECT_FALSE(std::filesystem::exists(rep.isolation.at("cgroup").get<std::string>()));
+}
+
+}  // namespace
+}  // namespace schedlab

@@ -1,0 +1,296 @@
+// sysinfo against a real capture (tests/fixtures/vm-6.18, see its README) and derived copies of it.
+#include "collector/sysinfo/sysinfo.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/hash.hpp"
+#include "schedlab/build_info.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kFixture = fs::path(SCHEDLAB_FIXTURES_DIR) / "vm-6.18";
+
+// A fresh directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("schedlab-sysinfo-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// A copy of the capture in which one file is replaced: a derived root, not a new fixture.
+class DerivedRoot {
+ public:
+  DerivedRoot() { fs::copy(kFixture, dir_.path(), fs::copy_options::recursive); }
+  void write(const std::string& relative, const std::string& content) {
+    std::ofstream(dir_.path() / relative, std::ios::trunc) << content;
+  }
+  std::string read(const std::string& relative) const {
+    return read_text(dir_.path() / relative).value_or("");
+  }
+  HostPaths paths() const { return HostPaths::under(dir_.path()); }
+
+ private:
+  TempDir dir_;
+};
+
+class SysinfoFixture : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(fs::exists(kFixture / "proc/cpuinfo")) << "fixture missing at " << kFixture;
+    report_ = new SysinfoReport(collect_sysinfo(HostPaths::under(kFixture)));
+  }
+  static void TearDownTestSuite() {
+    delete report_;
+    report_ = nullptr;
+  }
+  static const SysinfoReport& r() { return *report_; }
+
+ private:
+  static SysinfoReport* report_;
+};
+SysinfoReport* SysinfoFixture::report_ = nullptr;
+
+TEST_F(SysinfoFixture, BootId) {
+  // proc/sys/kernel/random/boot_id: "1afc297f-a422-4a97-86a4-d1a89098b046"
+  EXPECT_EQ(r().boot_id, "1afc297f-a422-4a97-86a4-d1a89098b046");
+}
+
+TEST_F(SysinfoFixture, HostFromCpuinfoAndMeminfo) {
+  const json& h = r().host;
+  EXPECT_EQ(h["hostname"], "vm");          // proc/sys/kernel/hostname: "vm"
+  EXPECT_EQ(h["cpu_model"], "AMD EPYC");   // proc/cpuinfo: "model name	: AMD EPYC"
+  EXPECT_EQ(h["microcode"], "0x1000065");  // proc/cpuinfo: "microcode	: 0x1000065"
+  EXPECT_EQ(h["vendor"], "AuthenticAMD");  // proc/cpuinfo: "vendor_id	: AuthenticAMD"
+  EXPECT_EQ(h["memory_kib"], 24684096);    // proc/meminfo: "MemTotal:       24684096 kB"
+  ASSERT_TRUE(h["fingerprint"].is_string());
+  EXPECT_EQ(h["fingerprint"].get<std::string>().size(), 16u);
+}
+
+TEST_F(SysinfoFixture, Topology) {
+  const json& t = r().host["topology"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t["online_cpus"], 2);  // sys/devices/system/cpu/online: "0-1"
+  // cpu{0,1}/topology/thread_siblings_list: "0" and "1" -> no SMT siblings
+  EXPECT_EQ(t["smt_active"], false);
+  EXPECT_EQ(t["llc_groups"], 1);  // cpu{0,1}/cache/index3: level "3", type "Unified", shared_cpu_list "0-1"
+  EXPECT_EQ(t["numa_nodes"], 1);  // sys/devices/system/node/node0/cpulist: "0-1"
+}
+
+TEST_F(SysinfoFixture, VirtualizationFromCpuFlagAndClocksource) {
+  const json& v = r().host["virtualization"];
+  // proc/cpuinfo flags: "... rdrand hypervisor lahf_lm ..."
+  EXPECT_EQ(v["virtualized"], true);
+  // clocksource0/available_clocksource: "tsc kvm-clock " (no /sys/hypervisor, no DMI on Firecracker)
+  EXPECT_EQ(v["hypervisor"], "KVM");
+  const auto evidence = v["evidence"].get<std::string>();
+  EXPECT_NE(evidence.find("cpuinfo flags: hypervisor"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("clocksource: kvm-clock"), std::string::npos) << evidence;
+}
+
+TEST_F(SysinfoFixture, KernelIdentity) {
+  const json& k = r().kernel;
+  EXPECT_EQ(k["release"], "6.18.44-fc-v595");            // proc/sys/kernel/osrelease
+  EXPECT_EQ(k["version"], "#1 SMP PREEMPT_DYNAMIC @0");  // proc/sys/kernel/version
+  // proc/cmdline: "mitigations=auto,no_guest_host,no_guest_guest console=ttyS0 quiet ..."
+  EXPECT_EQ(
+      k["cmdline"].get<std::string>().rfind("mitigations=auto,no_guest_host,no_guest_guest console=ttyS0", 0),
+      0u);
+  // No boot/config-6.18.44-fc-v595 was captured (/boot is empty on this VM).
+  EXPECT_TRUE(k["hz"].is_null());
+  EXPECT_EQ(k["hz_source"], "unknown");
+  EXPECT_TRUE(k["config_hash"].is_null());
+  // "PREEMPT_DYNAMIC" in the version, no debugfs and no preempt= on the cmdline: mode unknown.
+  EXPECT_EQ(k["preempt"], "dynamic:unknown");
+  EXPECT_EQ(k["preempt_source"], "version");
+}
+
+TEST_F(SysinfoFixture, ClocksourceAndMitigations) {
+  const json& k = r().kernel;
+  EXPECT_EQ(k["clocksource"]["current"], "tsc");  // current_clocksource: "tsc"
+  EXPECT_EQ(k["clocksource"]["available"], json({"tsc", "kvm-clock"}));
+  const json& m = k["mitigations"];
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m.size(), 19u);                         // 19 files in sys/devices/system/cpu/vulnerabilities/
+  EXPECT_EQ(m["spec_store_bypass"], "Vulnerable");  // spec_store_bypass: "Vulnerable"
+  EXPECT_EQ(m["meltdown"], "Not affected");         // meltdown: "Not affected"
+  // spectre_v2: "Mitigation: Retpolines; STIBP: disabled; RSB filling; PBRSB-eIBRS: Not affected; BHI: Not
+  // affected"
+  EXPECT_EQ(
+      m["spectre_v2"],
+      "Mitigation: Retpolines; STIBP: disabled; RSB filling; PBRSB-eIBRS: Not affected; BHI: Not affected");
+}
+
+TEST_F(SysinfoFixture, Environment) {
+  const json& e = r().environment;
+  EXPECT_EQ(e["load_avg"], json({0.60, 0.19, 0.10}));  // proc/loadavg: "0.60 0.19 0.10 3/90 3618"
+  EXPECT_EQ(e["procs_running"], 3);
+  EXPECT_EQ(e["procs_total"], 90);
+  EXPECT_EQ(e["governor"], "none");                 // no cpu*/cpufreq/scaling_governor on this VM
+  EXPECT_EQ(e["boost"], "unknown");                 // no cpufreq/boost, intel_pstate or policy*/boost
+  EXPECT_EQ(e["smt"]["control"], "notsupported");   // smt/control: "notsupported"
+  EXPECT_EQ(e["smt"]["active"], false);             // smt/active: "0"
+  EXPECT_EQ(e["thp"]["enabled"], "madvise");        // enabled: "always [madvise] never"
+  EXPECT_EQ(e["thp"]["defrag"], "madvise");         // defrag: "always defer defer+madvise [madvise] never"
+  EXPECT_EQ(e["numa_balancing"], 0);                // proc/sys/kernel/numa_balancing: "0"
+  EXPECT_EQ(e["autogroup"], true);                  // proc/sys/kernel/sched_autogroup_enabled: "1"
+  EXPECT_TRUE(e["isolcpus"]["cmdline"].is_null());  // no isolcpus= in proc/cmdline
+  EXPECT_EQ(e["isolcpus"]["sysfs"], "");            // sys/devices/system/cpu/isolated: "" (empty line)
+  EXPECT_TRUE(e["nohz_full"]["sysfs"].is_null());   // no sys/devices/system/cpu/nohz_full
+  // proc/stat: "cpu0 1771 0 1009 56580 60 0 5 75 0 0" and "cpu1 3367 0 1741 53047 1137 0 40 113 0 0"
+  EXPECT_EQ(e["steal_ticks"], json({{"cpu0", 75}, {"cpu1", 113}}));
+}
+
+TEST_F(SysinfoFixture, Configuration) {
+  const json& c = r().configuration;
+  EXPECT_EQ(c["kernel_release"], "6.18.44-fc-v595");
+  EXPECT_EQ(c["scheduler"], "eevdf");  // release 6.18 >= 6.6, no sys/kernel/sched_ext
+  EXPECT_EQ(c["sched_debugfs"], false);
+  EXPECT_TRUE(c["sched_features"].is_null());
+  const json& t = c["sched_tunables"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t.size(), 7u);                        // the 7 proc/sys/kernel/sched_* files
+  EXPECT_EQ(t["sched_rr_timeslice_ms"], "100");   // sched_rr_timeslice_ms: "100"
+  EXPECT_EQ(t["sched_rt_runtime_us"], "950000");  // sched_rt_runtime_us: "950000"
+  EXPECT_EQ(t["sched_cfs_bandwidth_slice_us"], "5000");
+  EXPECT_EQ(c["governor"], "none");
+  EXPECT_EQ(c["boost"], "unknown");
+  ASSERT_TRUE(c["hash"].is_string());
+  json rest = c;
+  rest.erase("hash");
+  EXPECT_EQ(c["hash"], canonical_hash(rest));
+}
+
+TEST_F(SysinfoFixture, Provenance) {
+  const json& p = r().provenance;
+  EXPECT_EQ(p["suite_version"], build_info::kVersion);
+  EXPECT_EQ(p["suite_git_sha"], build_info::kGitSha);
+  EXPECT_EQ(p["suite_git_dirty"], build_info::kGitDirty);
+  EXPECT_EQ(p["build_type"], build_info::kBuildType);
+  ASSERT_TRUE(p["glibc"].is_string());
+  EXPECT_FALSE(p["glibc"].get<std::string>().empty());
+}
+
+TEST_F(SysinfoFixture, FixtureWarnsOnlyAboutTheVirtualMachine) {
+  // Load 0.60 on 2 CPUs is quiet, no cpufreq, SMT off, boost unknown: only the VM is worth a warning.
+  EXPECT_EQ(
+      noise_warnings(r().environment, r().host),
+      std::vector<std::string>{"running in a virtual machine (KVM): expect ±25% drift between batches"});
+}
+
+TEST(Sysinfo, MissingFilesGiveNullOrUnknown) {
+  TempDir empty;
+  SysinfoReport r;
+  ASSERT_NO_THROW(r = collect_sysinfo(HostPaths::under(empty.path())));
+  EXPECT_EQ(r.boot_id, "unknown");
+  for (const char* key :
+       {"hostname", "cpu_model", "microcode", "vendor", "memory_kib", "topology", "fingerprint"})
+    EXPECT_TRUE(r.host[key].is_null()) << key;
+  EXPECT_TRUE(r.host["virtualization"]["virtualized"].is_null());
+  EXPECT_EQ(r.host["virtualization"]["hypervisor"], "");
+  for (const char* key : {"release", "version", "cmdline", "hz", "config_hash", "mitigations"})
+    EXPECT_TRUE(r.kernel[key].is_null()) << key;
+  EXPECT_EQ(r.kernel["preempt"], "unknown");
+  EXPECT_TRUE(r.kernel["clocksource"]["current"].is_null());
+  for (const char* key :
+       {"load_avg", "procs_running", "procs_total", "numa_balancing", "autogroup", "steal_ticks"})
+    EXPECT_TRUE(r.environment[key].is_null()) << key;
+  EXPECT_EQ(r.environment["governor"], "unknown");
+  EXPECT_EQ(r.environment["boost"], "unknown");
+  EXPECT_TRUE(r.environment["smt"]["active"].is_null());
+  EXPECT_TRUE(r.environment["thp"]["enabled"].is_null());
+  EXPECT_EQ(r.configuration["scheduler"], "unknown");
+  EXPECT_TRUE(r.configuration["sched_tunables"].is_null());
+  EXPECT_TRUE(r.configuration["hash"].is_string());
+  EXPECT_TRUE(noise_warnings(r.environment, r.host).empty());
+}
+
+TEST(Sysinfo, LoadAverageWarning) {
+  const auto r = collect_sysinfo(HostPaths::under(kFixture));
+  json busy = r.environment;
+  busy["load_avg"] = {1.73, 0.9, 0.4};
+  auto warnings = noise_warnings(busy, r.host);
+  EXPECT_NE(
+      std::find(warnings.begin(), warnings.end(), "load average 1.73 at start is above 0.5 per CPU (2 CPUs)"),
+      warnings.end());
+  json quiet = r.environment;
+  quiet["load_avg"] = {0.05, 0.02, 0.0};
+  for (const auto& w : noise_warnings(quiet, r.host))
+    EXPECT_EQ(w.find("load average"), std::string::npos) << w;
+}
+
+TEST(Sysinfo, GovernorSmtAndBoostWarnings) {
+  const json host = {{"topology", {{"online_cpus", 4}}}, {"virtualization", {{"virtualized", false}}}};
+  const json env = {{"load_avg", {0.1, 0.1, 0.1}},
+                    {"governor", "powersave"},
+                    {"boost", "on"},
+                    {"smt", {{"control", "on"}, {"active", true}}}};
+  EXPECT_EQ(noise_warnings(env, host),
+            (std::vector<std::string>{"cpufreq governor is 'powersave', not 'performance'", "SMT is on",
+                                      "boost is on"}));
+}
+
+TEST(Sysinfo, FingerprintIgnoresHostnameButNotMicrocode) {
+  const auto original = collect_sysinfo(HostPaths::under(kFixture));
+  DerivedRoot renamed;
+  renamed.write("proc/sys/kernel/hostname", "another-name\n");
+  const auto other = collect_sysinfo(renamed.paths());
+  EXPECT_EQ(other.host["hostname"], "another-name");
+  EXPECT_EQ(other.host["fingerprint"], original.host["fingerprint"]);
+
+  DerivedRoot updated;
+  std::string cpuinfo = updated.read("proc/cpuinfo");
+  for (auto pos = cpuinfo.find("0x1000065"); pos != std::string::npos; pos = cpuinfo.find("0x1000065"))
+    cpuinfo.replace(pos, 9, "0x1000066");
+  updated.write("proc/cpuinfo", cpuinfo);
+  EXPECT_NE(collect_sysinfo(updated.paths()).host["fingerprint"], original.host["fingerprint"]);
+}
+
+TEST(Sysinfo, ConfigurationHashFollowsSchedTunables) {
+  const auto original = collect_sysinfo(HostPaths::under(kFixture));
+  DerivedRoot same;
+  EXPECT_EQ(collect_sysinfo(same.paths()).configuration["hash"], original.configuration["hash"]);
+  DerivedRoot tuned;
+  tuned.write("proc/sys/kernel/sched_rr_timeslice_ms", "90\n");
+  const auto changed = collect_sysinfo(tuned.paths());
+  EXPECT_EQ(changed.configuration["sched_tunables"]["sched_rr_timeslice_ms"], "90");
+  EXPECT_NE(changed.configuration["hash"], original.configuration["hash"]);
+}
+
+TEST(Sysinfo, PreemptModeFromCmdline) {
+  DerivedRoot root;
+  // A PREEMPT_DYNAMIC kernel booted with preempt=full; parameters after "--" belong to init.
+  std::string cmdline = trim(root.read("proc/cmdline"));
+  cmdline.insert(cmdline.find(" -- "), " preempt=full");
+  root.write("proc/cmdline", cmdline + " preempt=none\n");
+  EXPECT_EQ(collect_sysinfo(root.paths()).kernel["preempt"], "dynamic:full");
+}
+
+}  // namespace
+}  // namespace schedlab

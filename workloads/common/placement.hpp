@@ -1,0 +1,32 @@
+#pragma once
+// One placement vocabulary for every workload (DESIGN.md), defined by the machine's topology.
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+
+namespace schedlab {
+
+enum class Placement {
+  kSameThread,
+  kSameCpu,
+  kSmtSibling,
+  kOtherCore,
+  kOtherLlc,
+  kOtherNode,
+  kSpread,
+  kUnpinned
+};
+
+// The vocabulary as parameter choices, in documentation order.
+std::vector<std::string> placement_choices();
+Placement parse_placement(const std::string& text);  // throws InputError
+std::string to_string(Placement p);
+
+// The CPU of each of `tasks` tasks (-1 = not pinned). For the relational levels the tasks
+// alternate between an anchor CPU and a partner CPU at that level (task 0 on the anchor);
+// same-cpu puts all on the anchor; spread deals them round-robin over the allowed CPUs.
+// Throws InputError naming the missing level when the topology or affinity lacks it.
+std::vector<int> assign_cpus(Placement p, int tasks, const Topology& topo, const std::vector<int>& allowed);
+
+}  // namespace schedlab

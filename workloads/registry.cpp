@@ -1,0 +1,24 @@
+#include "workloads/registry.hpp"
+
+#include "core/error.hpp"
+#include "workloads/yield/yield.hpp"
+
+namespace schedlab {
+
+const std::vector<WorkloadEntry>& builtin_workloads() {
+  static const std::vector<WorkloadEntry> kTable = {
+      {"yield", [] { return std::make_unique<YieldWorkload>(); }},
+  };
+  return kTable;
+}
+
+std::unique_ptr<Workload> make_workload(const std::string& name) {
+  std::string known;
+  for (const auto& e : builtin_workloads()) {
+    if (e.name == name) return e.make();
+    known += (known.empty() ? "" : ", ") + e.name;
+  }
+  throw InputError("unknown workload '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace schedlab

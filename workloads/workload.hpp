@@ -1,0 +1,48 @@
+#pragma once
+// A workload is one class behind this interface. It declares its parameters and metrics as
+// data and, given resolved parameters, runs once and returns metrics. Repetitions, isolation,
+// time limits and counters belong to the runner (collector/), which knows no specific workload.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metric.hpp"
+#include "core/topology.hpp"
+#include "workloads/params.hpp"
+
+namespace schedlab {
+
+struct WorkloadContext {
+  Topology topology;
+  std::vector<int> allowed_cpus;  // the affinity the run started with
+};
+
+struct WorkloadResult {
+  std::map<std::string, MetricValue> metrics;
+  nlohmann::json details = nlohmann::json::object();
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  virtual std::string version() const = 0;  // semantic: a change that moves results bumps it
+  virtual std::string summary() const = 0;
+  virtual std::string experiment() const = 0;  // the historical experiment it reproduces
+  virtual std::vector<ParamSpec> params() const = 0;
+  virtual std::vector<MetricDesc> metrics() const = 0;
+  // Parameters a quick smoke run uses (id -> values); the first instance is the plain one.
+  virtual std::map<std::string, std::map<std::string, std::string>> quick_instances() const = 0;
+
+  // Checks resolved parameters against this machine (e.g. a placement level the topology lacks);
+  // throws InputError. Runs before anything is started or written.
+  virtual void validate(const ParamValues& params, const WorkloadContext& ctx) const = 0;
+
+  // Runs once, in the runner's child process; throws on failure.
+  virtual WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) = 0;
+};
+
+}  // namespace schedlab

@@ -1,0 +1,241 @@
+#include "workloads/yield/yield.hpp"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/host_paths.hpp"
+#include "workloads/common/placement.hpp"
+#include "workloads/common/task_setup.hpp"
+
+namespace schedlab {
+namespace {
+
+struct Options {
+  int threads, competitors, nice;
+  long long yields;
+  double duration_s;
+  Placement placement;
+  SchedPolicy policy;
+};
+
+Options options_from(const ParamValues& p) {
+  return {p.at("threads").get<int>(),
+          p.at("competitors").get<int>(),
+          p.at("nice").get<int>(),
+          p.at("yields").get<long long>(),
+          p.at("duration_s").get<double>(),
+          parse_placement(p.at("placement").get<std::string>()),
+          parse_policy(p.at("policy").get<std::string>())};
+}
+
+std::int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// se.nr_migrations of the calling thread; -1 where the kernel has no /proc/<tid>/sched.
+long long thread_migrations() {
+  auto text = read_text("/proc/thread-self/sched");
+  if (!text) return -1;
+  auto pos = text->find("se.nr_migrations");
+  if (pos == std::string::npos) return -1;
+  auto colon = text->find(':', pos);
+  return colon == std::string::npos ? -1 : std::atoll(text->c_str() + colon + 1);
+}
+
+struct YielderStats {
+  int cpu = -1;
+  long long yields = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  long voluntary = 0, involuntary = 0;
+  long long migrations = -1;
+};
+
+}  // namespace
+
+std::string YieldWorkload::summary() const {
+  return "T threads each doing Y raw sched_yield() calls, alone or against K spinning competitors";
+}
+
+std::string YieldWorkload::experiment() const {
+  return "The million-yield loop: on a 2-way SMP box a yield-heavy task spent 3x more cycles in the "
+         "scheduler than running, because every yield recalculated priorities.";
+}
+
+std::vector<ParamSpec> YieldWorkload::params() const {
+  std::vector<ParamSpec> p;
+  p.push_back({"threads", ParamKind::kInteger, 1, "", "yielding threads", 1.0, 1024.0, {}});
+  p.push_back(
+      {"yields", ParamKind::kInteger, 1000000, "", "sched_yield() calls per thread", 1.0, std::nullopt, {}});
+  p.push_back({"duration_s",
+               ParamKind::kNumber,
+               60.0,
+               "s",
+               "time cap: the threads stop here and metrics cover the yields done (a yield against a "
+               "competitor on its CPU can cost a whole tick)",
+               0.001,
+               86400.0,
+               {}});
+  p.push_back(
+      {"competitors", ParamKind::kInteger, 0, "", "CPU-spinning competitor threads", 0.0, 1024.0, {}});
+  p.push_back({"placement", ParamKind::kChoice, "unpinned", "",
+               "where the threads run: yielders first, then competitors, alternating between an anchor CPU "
+               "and its partner at the level named",
+               std::nullopt, std::nullopt, placement_choices()});
+  p.push_back({"policy", ParamKind::kChoice, "other", "", "scheduling policy of the yielding threads",
+               std::nullopt, std::nullopt, policy_choices()});
+  p.push_back({"nice", ParamKind::kInteger, 0, "", "nice value of the yielding threads", -20.0, 19.0, {}});
+  return p;
+}
+
+std::vector<MetricDesc> YieldWorkload::metrics() const {
+  return {
+      {"ns_per_yield", "ns", Direction::kLowerIsBetter, true,
+       "mean wall time of one sched_yield() as seen by a yielding thread (thread time / yields done)"},
+      {"elapsed_s", "s", Direction::kLowerIsBetter, false, "first yield started to last yield finished"},
+      {"yields", "count", Direction::kHigherIsBetter, false,
+       "sched_yield() calls done by all yielding threads"},
+      {"voluntary_switches", "count", Direction::kLowerIsBetter, false,
+       "voluntary context switches of the yielding threads (getrusage RUSAGE_THREAD)"},
+      {"involuntary_switches", "count", Direction::kLowerIsBetter, false,
+       "involuntary context switches of the yielding threads; a yield that switches counts here"},
+      {"migrations", "count", Direction::kLowerIsBetter, false,
+       "CPU migrations of the yielding threads (se.nr_migrations; absent without /proc/<tid>/sched)"},
+  };
+}
+
+std::map<std::string, std::map<std::string, std::string>> YieldWorkload::quick_instances() const {
+  return {{"yield", {}},
+          {"yield-contended", {{"competitors", "1"}, {"placement", "same-cpu"}, {"duration_s", "2"}}}};
+}
+
+void YieldWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
+  auto o = options_from(params);
+  if (o.placement == Placement::kSameThread)
+    throw InputError("yield.placement: same-thread applies to tbench only");
+  assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus);
+}
+
+WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
+  const auto o = options_from(params);
+  const auto cpus = assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus);
+  const auto n_yielders = static_cast<std::size_t>(o.threads);
+
+  std::vector<YielderStats> stats(n_yielders);
+  std::vector<std::exception_ptr> errors(cpus.size());
+  std::atomic<bool> stop_yielding{false}, stop_spinning{false};
+  std::latch ready(static_cast<std::ptrdiff_t>(cpus.size() + 1));
+  std::mutex mu;
+  std::condition_variable done_cv;
+  std::size_t done = 0;
+
+  auto setup = [&](std::size_t i, const char* comm, bool yielder) {
+    try {
+      name_current_thread(comm);
+      pin_current_thread(cpus[i]);
+      if (yielder) apply_policy_to_current_thread(o.policy, o.nice);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+    ready.arrive_and_wait();
+    return errors[i] == nullptr;
+  };
+
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < n_yielders; ++i) {
+    threads.emplace_back([&, i] {
+      auto& s = stats[i];
+      s.cpu = cpus[i];
+      if (setup(i, "schedlab-yield", true)) {
+        rusage r0{}, r1{};
+        getrusage(RUSAGE_THREAD, &r0);
+        const long long m0 = thread_migrations();
+        const long long n = o.yields;
+        s.start_ns = now_ns();
+        long long k = 0;
+        for (; k < n && !stop_yielding.load(std::memory_order_relaxed); ++k) syscall(SYS_sched_yield);
+        s.end_ns = now_ns();
+        getrusage(RUSAGE_THREAD, &r1);
+        const long long m1 = thread_migrations();
+        s.yields = k;
+        s.voluntary = r1.ru_nvcsw - r0.ru_nvcsw;
+        s.involuntary = r1.ru_nivcsw - r0.ru_nivcsw;
+        s.migrations = (m0 < 0 || m1 < 0) ? -1 : m1 - m0;
+      }
+      std::lock_guard lock(mu);
+      ++done;
+      done_cv.notify_one();
+    });
+  }
+  for (std::size_t i = n_yielders; i < cpus.size(); ++i) {
+    threads.emplace_back([&, i] {
+      if (!setup(i, "schedlab-spin", false)) return;
+      volatile unsigned long spins = 0;
+      while (!stop_spinning.load(std::memory_order_relaxed)) spins = spins + 1;
+    });
+  }
+
+  ready.arrive_and_wait();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.duration_s);
+  bool capped = false;
+  {
+    std::unique_lock lock(mu);
+    if (!done_cv.wait_until(lock, deadline, [&] { return done == n_yielders; })) {
+      capped = true;
+      stop_yielding = true;
+      done_cv.wait(lock, [&] { return done == n_yielders; });
+    }
+  }
+  stop_spinning = true;
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  WorkloadResult result;
+  long long yields = 0, vol = 0, invol = 0, migrations = 0;
+  std::int64_t thread_ns = 0, first = INT64_MAX, last = 0;
+  bool have_migrations = true;
+  nlohmann::json per_thread = nlohmann::json::array();
+  for (const auto& s : stats) {
+    yields += s.yields;
+    vol += s.voluntary;
+    invol += s.involuntary;
+    thread_ns += s.end_ns - s.start_ns;
+    first = std::min(first, s.start_ns);
+    last = std::max(last, s.end_ns);
+    if (s.migrations < 0) have_migrations = false;
+    migrations += std::max(0LL, s.migrations);
+    per_thread.push_back({{"cpu", s.cpu},
+                          {"yields", s.yields},
+                          {"ns", s.end_ns - s.start_ns},
+                          {"voluntary_switches", s.voluntary},
+                          {"involuntary_switches", s.involuntary},
+                          {"migrations", s.migrations}});
+  }
+  if (yields == 0)
+    throw Error("no yield completed before the time cap of " + std::to_string(o.duration_s) + " s");
+  auto& m = result.metrics;
+  m["ns_per_yield"] = {static_cast<double>(thread_ns) / static_cast<double>(yields), "ns"};
+  m["elapsed_s"] = {static_cast<double>(last - first) * 1e-9, "s"};
+  m["yields"] = {static_cast<double>(yields), "count"};
+  m["voluntary_switches"] = {static_cast<double>(vol), "count"};
+  m["involuntary_switches"] = {static_cast<double>(invol), "count"};
+  if (have_migrations) m["migrations"] = {static_cast<double>(migrations), "count"};
+  nlohmann::json cpu_list = nlohmann::json::array();
+  for (int c : cpus) cpu_list.push_back(c);
+  result.details = {{"threads", per_thread}, {"capped_by_duration", capped}, {"cpus", cpu_list}};
+  return result;
+}
+
+}  // namespace schedlab
