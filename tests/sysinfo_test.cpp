@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "core/hash.hpp"
 #include "schedlab/build_info.hpp"
+#include "test_util.hpp"
 
 namespace schedlab {
 namespace {
@@ -22,27 +22,7 @@ using nlohmann::json;
 
 const fs::path kFixture = fs::path(SCHEDLAB_FIXTURES_DIR) / "vm-6.18";
 
-// A fresh directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("schedlab-sysinfo-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 // A copy of the capture in which one file is replaced: a derived root, not a new fixture.
 class DerivedRoot {
@@ -122,13 +102,14 @@ TEST_F(SysinfoFixture, KernelIdentity) {
   EXPECT_EQ(
       k["cmdline"].get<std::string>().rfind("mitigations=auto,no_guest_host,no_guest_guest console=ttyS0", 0),
       0u);
-  // No boot/config-6.18.44-fc-v595 was captured (/boot is empty on this VM).
-  EXPECT_TRUE(k["hz"].is_null());
-  EXPECT_EQ(k["hz_source"], "unknown");
-  EXPECT_TRUE(k["config_hash"].is_null());
-  // "PREEMPT_DYNAMIC" in the version, no debugfs and no preempt= on the cmdline: mode unknown.
-  EXPECT_EQ(k["preempt"], "dynamic:unknown");
-  EXPECT_EQ(k["preempt_source"], "version");
+  // /boot is empty on this VM; proc/config.gz (captured as is) holds "CONFIG_HZ=250".
+  EXPECT_EQ(k["hz"], 250);
+  EXPECT_EQ(k["hz_source"], "config");
+  EXPECT_EQ(k["config_source"], "proc/config.gz");
+  EXPECT_TRUE(k["config_hash"].is_string());
+  // "CONFIG_PREEMPT_DYNAMIC=y" with "CONFIG_PREEMPT_NONE=y" built in; no debugfs, no preempt= on the cmdline.
+  EXPECT_EQ(k["preempt"], "dynamic:none");
+  EXPECT_EQ(k["preempt_source"], "config");
 }
 
 TEST_F(SysinfoFixture, ClocksourceAndMitigations) {
@@ -281,6 +262,16 @@ TEST(Sysinfo, ConfigurationHashFollowsSchedTunables) {
   const auto changed = collect_sysinfo(tuned.paths());
   EXPECT_EQ(changed.configuration["sched_tunables"]["sched_rr_timeslice_ms"], "90");
   EXPECT_NE(changed.configuration["hash"], original.configuration["hash"]);
+}
+
+TEST(Sysinfo, ConfigurationHashIgnoresInitArguments) {
+  DerivedRoot root;
+  const auto original = collect_sysinfo(root.paths());
+  // Everything after " -- " on proc/cmdline goes to init (on this VM: ports and flags of its agent).
+  root.write("proc/cmdline", trim(root.read("proc/cmdline")) + " --another-init-flag\n");
+  const auto changed = collect_sysinfo(root.paths());
+  EXPECT_NE(changed.kernel["cmdline"], original.kernel["cmdline"]);
+  EXPECT_EQ(changed.configuration["hash"], original.configuration["hash"]);
 }
 
 TEST(Sysinfo, PreemptModeFromCmdline) {

@@ -71,35 +71,41 @@ EncodedEvent encode_event(const std::string& name) {
   return ev;
 }
 
-std::vector<PmuInfo> present_pmus() {
+namespace {
+
+// Calls `visit` for every PMU libpfm4 detects on this machine.
+template <typename Visit>
+void for_each_present_pmu(Visit visit) {
   ensure_initialized();
-  std::vector<PmuInfo> out;
   for (int p = PFM_PMU_NONE; p < PFM_PMU_MAX; ++p) {
     pfm_pmu_info_t info;
     std::memset(&info, 0, sizeof info);
     info.size = sizeof info;
-    if (pfm_get_pmu_info(static_cast<pfm_pmu_t>(p), &info) != PFM_SUCCESS || !info.is_present) continue;
-    out.push_back({info.name, info.desc ? info.desc : "", info.nevents});
+    if (pfm_get_pmu_info(static_cast<pfm_pmu_t>(p), &info) == PFM_SUCCESS && info.is_present) visit(info);
   }
+}
+
+}  // namespace
+
+std::vector<PmuInfo> present_pmus() {
+  std::vector<PmuInfo> out;
+  for_each_present_pmu([&](const pfm_pmu_info_t& info) {
+    out.push_back({info.name, info.desc ? info.desc : "", info.nevents});
+  });
   return out;
 }
 
 std::vector<std::string> pmu_event_names(const std::string& pmu) {
-  ensure_initialized();
   std::vector<std::string> out;
-  for (int p = PFM_PMU_NONE; p < PFM_PMU_MAX; ++p) {
-    pfm_pmu_info_t info;
-    std::memset(&info, 0, sizeof info);
-    info.size = sizeof info;
-    if (pfm_get_pmu_info(static_cast<pfm_pmu_t>(p), &info) != PFM_SUCCESS || !info.is_present) continue;
-    if (pmu != info.name) continue;
+  for_each_present_pmu([&](const pfm_pmu_info_t& info) {
+    if (pmu != info.name) return;
     for (int e = info.first_event; e != -1; e = pfm_get_event_next(e)) {
       pfm_event_info_t ei;
       std::memset(&ei, 0, sizeof ei);
       ei.size = sizeof ei;
       if (pfm_get_event_info(e, PFM_OS_NONE, &ei) == PFM_SUCCESS) out.push_back(pmu + "::" + ei.name);
     }
-  }
+  });
   return out;
 }
 

@@ -7,11 +7,27 @@
 #include <system_error>
 #include <utility>
 
+#include <zlib.h>
+
 #include "collector/sysinfo/sysinfo.hpp"
 #include "core/hash.hpp"
 
 namespace schedlab::sysinfo_detail {
 namespace {
+
+// The running kernel's config when CONFIG_IKCONFIG_PROC is set and /boot has none.
+std::optional<std::string> read_gzip_text(const std::filesystem::path& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::string text;
+  char buf[16384];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  bool ok = n == 0;
+  gzclose(f);
+  if (!ok) return std::nullopt;
+  return text;
+}
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -188,7 +204,13 @@ json kernel_facts(const HostPaths& paths) {
   auto version = read_trimmed(paths.proc / "sys/kernel/version");
   auto cmdline = read_trimmed(paths.proc / "cmdline");
   std::optional<std::string> config_text;
+  std::string config_source = "none";
   if (release && !release->empty()) config_text = read_text(paths.boot / ("config-" + *release));
+  if (config_text) {
+    config_source = "boot/config-" + *release;
+  } else if ((config_text = read_gzip_text(paths.proc / "config.gz"))) {
+    config_source = "proc/config.gz";
+  }
   const KernelConfig config = config_text ? parse_config(*config_text) : KernelConfig{};
 
   auto hz_it = config.find("CONFIG_HZ");
@@ -206,6 +228,7 @@ json kernel_facts(const HostPaths& paths) {
           {"preempt_source", preempt->source},
           {"clocksource", clocksource(paths)},
           {"mitigations", files_in(paths.sys / "devices/system/cpu/vulnerabilities", "")},
+          {"config_source", config_source},
           {"config_hash", config_text ? json(canonical_hash(*config_text)) : json(nullptr)}};
 }
 

@@ -354,7 +354,10 @@ SysinfoReport collect_sysinfo(const HostPaths& paths) {
   json config = sysinfo_detail::scheduler_facts(paths, r.kernel["release"]);
   config["kernel_release"] = r.kernel["release"];
   config["kernel_config_hash"] = r.kernel["config_hash"];
-  config["cmdline"] = r.kernel["cmdline"];
+  // What follows " -- " is init's, not the kernel's (and changes per boot on some hosts).
+  std::string cmdline = r.kernel["cmdline"].is_string() ? r.kernel["cmdline"].get<std::string>() : "";
+  if (auto init_args = cmdline.find(" -- "); init_args != std::string::npos) cmdline.resize(init_args);
+  config["cmdline"] = r.kernel["cmdline"].is_string() ? json(cmdline) : json(nullptr);
   config["governor"] = r.environment["governor"];
   config["boost"] = r.environment["boost"];
   config["hash"] = canonical_hash(config);  // computed before "hash" exists, so over the rest

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The harness's own overhead: the yield workload through `schedlab run` against the bare C loop
+of the same yields (bench/bare_yield.c), rounds interleaved so that host drift hits both alike.
+
+Cases (ns per yield, median over rounds of the per-round ratio schedlab / bare):
+  alone          1 thread, 1,000,000 yields, unpinned: an uncontended yield never switches
+  switch-heavy   2 threads on one CPU, each yield switches: counters on, and --no-counters
+
+Usage: bench/harness_overhead.py [--rounds N] [--build DIR]      (target: every ratio within 3%)
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def bare(binary, args):
+    out = subprocess.run([binary] + [str(a) for a in args], check=True, capture_output=True, text=True).stdout
+    return float(dict(kv.split("=") for kv in out.split())["ns_per_yield"])
+
+
+def schedlab(binary, params, extra=()):
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [binary, "run", "--workload", "yield", "--repetitions", "1", "--settle-timeout", "0", "--seed", "1",
+               "--out", out, *extra]
+        for p in params:
+            cmd += ["--param", "yield." + p]
+        subprocess.run(cmd, check=True, capture_output=True)
+        (path,) = glob.glob(os.path.join(out, "*.json"))
+        with open(path) as f:
+            rep = json.load(f)["instances"][0]["repetitions"][0]
+        assert rep["status"] == "ok", rep
+        return rep["metrics"]["ns_per_yield"]["value"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    a = ap.parse_args()
+    sl, by = os.path.join(a.build, "schedlab"), os.path.join(a.build, "bench", "bare_yield")
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    heavy = ["threads=2", "yields=200000", "placement=same-cpu"]
+    cases = {
+        "alone (1M yields), counters on": (lambda: schedlab(sl, []), lambda: bare(by, [1000000])),
+        "switch-heavy (2 yielders, 1 CPU), counters on": (lambda: schedlab(sl, heavy), lambda: bare(by, [200000, 2, cpu])),
+        "switch-heavy (2 yielders, 1 CPU), --no-counters": (
+            lambda: schedlab(sl, heavy, ["--no-counters"]), lambda: bare(by, [200000, 2, cpu])),
+    }
+    ratios = {name: [] for name in cases}
+    values = {name: ([], []) for name in cases}
+    for r in range(a.rounds):
+        for name, (ours, peer) in cases.items():
+            b1, s, b2 = peer(), ours(), peer()  # the peer on both sides of ours
+            b = (b1 + b2) / 2
+            ratios[name].append(s / b)
+            values[name][0].append(s)
+            values[name][1].append(b)
+        print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+    print(f"{'case':<50} {'schedlab ns':>12} {'bare ns':>10} {'median ratio':>13} {'min':>7} {'max':>7}")
+    worst = 0.0
+    for name in cases:
+        m = statistics.median(ratios[name])
+        worst = max(worst, abs(m - 1))
+        print(f"{name:<50} {statistics.median(values[name][0]):>12.1f} {statistics.median(values[name][1]):>10.1f} "
+              f"{m:>13.3f} {min(ratios[name]):>7.3f} {max(ratios[name]):>7.3f}")
+    print(f"worst median overhead: {worst * 100:.1f}% (target 3%)")
+
+
+if __name__ == "__main__":
+    main()
