@@ -4,7 +4,9 @@ of the same yields (bench/bare_yield.c), rounds interleaved so that host drift h
 
 Cases (ns per yield, median over rounds of the per-round ratio schedlab / bare):
   alone          1 thread, 1,000,000 yields, unpinned: an uncontended yield never switches
-  switch-heavy   2 threads on one CPU, each yield switches: counters on, and --no-counters
+  switch-heavy   2 threads on one CPU, each yield switches: counters on (per CPU on the repetition's
+                 cgroup, the default), counters per task (--counter-scope task, what `perf stat` does),
+                 and --no-counters
 
 Usage: bench/harness_overhead.py [--rounds N] [--build DIR]      (target: every ratio within 3%)
 """
@@ -48,6 +50,8 @@ def main():
     cases = {
         "alone (1M yields), counters on": (lambda: schedlab(sl, []), lambda: bare(by, [1000000])),
         "switch-heavy (2 yielders, 1 CPU), counters on": (lambda: schedlab(sl, heavy), lambda: bare(by, [200000, 2, cpu])),
+        "switch-heavy (2 yielders, 1 CPU), --counter-scope task": (
+            lambda: schedlab(sl, heavy, ["--counter-scope", "task"]), lambda: bare(by, [200000, 2, cpu])),
         "switch-heavy (2 yielders, 1 CPU), --no-counters": (
             lambda: schedlab(sl, heavy, ["--no-counters"]), lambda: bare(by, [200000, 2, cpu])),
     }

@@ -37,6 +37,7 @@ struct RunArgs {
   std::string label;
   std::string out = "results";
   std::string isolation = "auto";
+  std::string counter_scope = "auto";
 };
 
 // "yield.threads=2" -> (yield, threads, 2)
@@ -79,6 +80,7 @@ RunPlan make_plan(const RunArgs& a) {
   plan.label = a.label;
   plan.out_dir = a.out;
   plan.isolation = parse_isolation_mode(a.isolation);
+  plan.counter_scope = parse_counter_scope(a.counter_scope);
   plan.settle.max_wait_s = a.settle_timeout_s;
   return plan;
 }
@@ -186,6 +188,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--label", run_args.label, "Free text stored in the bundle");
   run->add_option("--out", run_args.out, "Directory for the bundles")->default_val("results");
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
+  run->add_option("--counter-scope", run_args.counter_scope,
+                  "auto: count per CPU on the repetition's cgroup when it has one; task: per task (inherit)")
+      ->default_val("auto");
 
   std::string show_path;
   auto* show = app.add_subcommand("show", "Summarise a bundle");

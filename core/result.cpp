@@ -24,6 +24,7 @@ json to_json(const CounterReading& c) {
   }
   if (!c.encoding.empty()) j["encoding"] = c.encoding;
   if (!c.note.empty()) j["note"] = c.note;
+  if (!c.scope.empty()) j["scope"] = c.scope;
   return j;
 }
 
@@ -77,6 +78,7 @@ CounterReading counter_from_json(const JsonCursor& c) {
   }
   r.encoding = c.optional_string("encoding");
   r.note = c.optional_string("note");
+  r.scope = c.optional_string("scope");
   return r;
 }
 

@@ -36,6 +36,7 @@ struct CounterReading {
   std::string reason;    // for unsupported / not-counted: what failed and what to do
   std::string encoding;  // libpfm4's canonical form of the event
   std::string note;      // e.g. a software switch event counted without kernel level
+  std::string scope;     // "cgroup" (per-CPU events on the repetition's cgroup) or "task-tree"
 
   bool ok() const { return status == status::kOk; }
   bool multiplexed() const { return ok() && time_running_ns < time_enabled_ns; }

@@ -8,6 +8,14 @@
 #include "test_util.hpp"
 
 namespace schedlab {
+
+// Readable test names in ctest's listing.
+inline void PrintTo(IsolationMode mode, std::ostream* os) {
+  *os << (mode == IsolationMode::kCgroup         ? "cgroup"
+          : mode == IsolationMode::kProcessGroup ? "process-group"
+                                                 : "auto");
+}
+
 namespace {
 
 using testing::process_alive;

@@ -1,5 +1,6 @@
 #include "collector/perf/perf_source.hpp"
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -56,87 +57,137 @@ std::string perf_open_advice(int err) {
   }
 }
 
-PerfSource::PerfSource(std::vector<std::string> events, PerfOpener opener)
-    : events_(std::move(events)), opener_(std::move(opener)) {}
+CounterScope parse_counter_scope(const std::string& text) {
+  if (text == "auto") return CounterScope::kAuto;
+  if (text == "task") return CounterScope::kTaskTree;
+  throw InputError("counter scope '" + text + "' is not one of auto, task");
+}
+
+PerfSource::PerfSource(std::vector<std::string> events, CounterScope scope, PerfOpener opener)
+    : events_(std::move(events)), scope_(scope), opener_(std::move(opener)) {}
 
 PerfSource::~PerfSource() {
   close_all();
 }
 
 void PerfSource::close_all() {
-  for (auto& c : counters_)
-    if (c.fd >= 0) {
-      ::close(c.fd);
-      c.fd = -1;
-    }
+  for (auto& c : counters_) {
+    for (int fd : c.fds) ::close(fd);
+    c.fds.clear();
+  }
 }
 
-void PerfSource::attach(pid_t pid) {
+namespace {
+
+perf_event_attr counting_attr(const EncodedEvent& ev, bool inherit) {
+  perf_event_attr attr = ev.attr;
+  attr.disabled = 1;
+  attr.inherit = inherit ? 1 : 0;
+  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  return attr;
+}
+
+}  // namespace
+
+bool PerfSource::open_on_cgroup(Counter& c, const AttachTarget& target) {
+  if (target.cgroup.empty() || target.cpus.empty()) return false;
+  int cgroup_fd = ::open(target.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (cgroup_fd < 0) return false;
+  for (int cpu : target.cpus) {
+    perf_event_attr attr = counting_attr(c.event, false);
+    int fd = opener_(attr, cgroup_fd, cpu, -1, PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP);
+    if (fd < 0) {
+      c.open_errno = -fd;
+      c.open_reason = "perf_event_open on cgroup " + target.cgroup.string() + ", CPU " + std::to_string(cpu) +
+                      ": " + errno_text(-fd) + ": " + perf_open_advice(-fd);
+      for (int open_fd : c.fds) ::close(open_fd);
+      c.fds.clear();
+      ::close(cgroup_fd);
+      return false;
+    }
+    c.fds.push_back(fd);
+  }
+  ::close(cgroup_fd);
+  c.scope = "cgroup";
+  return true;
+}
+
+bool PerfSource::open_on_task_tree(Counter& c, const AttachTarget& target) {
+  perf_event_attr attr = counting_attr(c.event, true);
+  int fd = opener_(attr, target.pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    std::string cgroup_error = c.open_reason;
+    c.open_errno = -fd;
+    c.open_reason = "perf_event_open: " + errno_text(-fd) + ": " + perf_open_advice(-fd);
+    if (!cgroup_error.empty()) c.open_reason += " (per-cgroup counting failed too: " + cgroup_error + ")";
+    return false;
+  }
+  c.fds.push_back(fd);
+  c.scope = "task-tree";
+  return true;
+}
+
+void PerfSource::attach(const AttachTarget& target) {
   close_all();
   counters_.clear();
   for (const auto& name : events_) {
     Counter c;
     c.event = encode_event(name);
-    if (c.event.encoded) {
-      perf_event_attr attr = c.event.attr;
-      attr.disabled = 1;
-      attr.inherit = 1;
-      attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-      int fd = opener_(attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-      if (fd < 0) {
-        c.open_errno = -fd;
-        c.open_reason = "perf_event_open: " + errno_text(-fd) + ": " + perf_open_advice(-fd);
-      } else {
-        c.fd = fd;
-      }
-    }
+    if (c.event.encoded && !(scope_ == CounterScope::kAuto && open_on_cgroup(c, target)))
+      open_on_task_tree(c, target);
     counters_.push_back(std::move(c));
   }
 }
 
 void PerfSource::enable() {
   for (auto& c : counters_)
-    if (c.fd >= 0 && ::ioctl(c.fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
-      c.open_errno = errno;
-      c.open_reason = "PERF_EVENT_IOC_ENABLE: " + errno_text(errno);
-      ::close(c.fd);
-      c.fd = -1;
+    for (int fd : c.fds)
+      if (::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)
+        throw SystemError("PERF_EVENT_IOC_ENABLE " + c.event.name, errno);
+}
+
+CounterReading PerfSource::read(Counter& c) const {
+  CounterReading r;
+  r.encoding = c.event.canonical;
+  r.scope = c.scope;
+  if (!c.event.encoded || c.fds.empty()) {
+    r.status = status::kUnsupported;
+    r.error_number = c.event.encoded ? c.open_errno : c.event.error_number;
+    r.reason = c.event.encoded ? c.open_reason : c.event.reason;
+    return r;
+  }
+  // Per-CPU readings are scaled one by one, then summed.
+  double value = 0;
+  for (int fd : c.fds) {
+    std::uint64_t buf[3] = {0, 0, 0};
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n != static_cast<ssize_t>(sizeof buf)) {
+      r.status = status::kUnsupported;
+      r.error_number = n < 0 ? errno : EIO;
+      r.reason = "read of the counter failed";
+      return r;
     }
+    r.raw += buf[0];
+    r.time_enabled_ns += buf[1];
+    r.time_running_ns += buf[2];
+    if (buf[2] > 0)
+      value += buf[2] < buf[1]
+                   ? static_cast<double>(buf[0]) * static_cast<double>(buf[1]) / static_cast<double>(buf[2])
+                   : static_cast<double>(buf[0]);
+  }
+  if (r.time_running_ns == 0) {
+    r.status = status::kNotCounted;
+    r.reason = "the event was never scheduled on a counter (time_running = 0)";
+    return r;
+  }
+  r.value = value;
+  r.unit = is_clock(c.event.attr) ? "ns" : "count";
+  return r;
 }
 
 void PerfSource::collect(Repetition& rep) {
   for (auto& c : counters_) {
-    CounterReading r;
-    r.encoding = c.event.canonical;
-    if (!c.event.encoded) {
-      r.status = status::kUnsupported;
-      r.error_number = c.event.error_number;
-      r.reason = c.event.reason;
-    } else if (c.fd < 0) {
-      r.status = status::kUnsupported;
-      r.error_number = c.open_errno;
-      r.reason = c.open_reason;
-    } else {
-      std::uint64_t buf[3] = {0, 0, 0};
-      ssize_t n = ::read(c.fd, buf, sizeof buf);
-      if (n != static_cast<ssize_t>(sizeof buf)) {
-        r.status = status::kUnsupported;
-        r.error_number = n < 0 ? errno : EIO;
-        r.reason = "read of the counter failed";
-      } else if (buf[2] == 0) {
-        r.status = status::kNotCounted;
-        r.reason = "the event was never scheduled on a counter (time_running = 0)";
-        r.time_enabled_ns = buf[1];
-      } else {
-        r.raw = buf[0];
-        r.time_enabled_ns = buf[1];
-        r.time_running_ns = buf[2];
-        r.value = buf[2] < buf[1] ? static_cast<double>(buf[0]) * static_cast<double>(buf[1]) /
-                                        static_cast<double>(buf[2])
-                                  : static_cast<double>(buf[0]);
-        r.unit = is_clock(c.event.attr) ? "ns" : "count";
-      }
-    }
+    CounterReading r = read(c);
     if (c.event.encoded && is_switch_event(c.event.attr) && c.event.attr.exclude_kernel)
       r.note = "counted at user level only: software switch events happen in the kernel and read 0 this way";
     rep.counters[c.event.name] = r;

@@ -73,6 +73,7 @@ class CgroupLeaf : public Isolation {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::string mode() const override { return "cgroup"; }
+  std::filesystem::path cgroup_dir() const override { return dir_; }
   void adopt(pid_t pid) override { write_file(dir_ / "cgroup.procs", std::to_string(pid)); }
 
   int live_processes() const override {

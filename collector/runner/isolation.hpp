@@ -27,6 +27,7 @@ class Isolation {
   // Kills everything inside and waits (bounded) until it is gone. Returns how many were killed.
   virtual int kill_all() = 0;
   virtual nlohmann::json describe() const = 0;  // mode, path, cpu.stat, why a fallback was taken
+  virtual std::filesystem::path cgroup_dir() const { return {}; }  // empty unless a cgroup leaf
 };
 
 // kAuto: a cgroup leaf when possible, else a process group with the reason recorded.

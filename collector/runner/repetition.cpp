@@ -203,7 +203,9 @@ Repetition run_repetition(RepetitionRequest& req) {
   std::string setup_error;
   try {
     isolation->adopt(pid);
-    for (auto& s : req.sources) s->attach(pid);
+    AttachTarget target{pid, isolation->cgroup_dir(), {}};
+    for (const auto& cpu : req.context->topology.cpus) target.cpus.push_back(cpu.cpu);
+    for (auto& s : req.sources) s->attach(target);
     for (auto& s : req.sources) s->enable();
   } catch (const std::exception& e) {
     setup_error = e.what();

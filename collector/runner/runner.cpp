@@ -1,5 +1,6 @@
 #include "collector/runner/runner.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -92,8 +93,22 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
   check_output_dir(plan_.out_dir);
 }
 
+namespace {
+
+// Per-CPU counters need events x CPUs descriptors: take the hard limit, as perf does.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+}  // namespace
+
 RunOutcome execute(PreparedRun& run, Progress& progress) {
   InterruptGuard interrupt;
+  raise_fd_limit();
   const auto& plan = run.plan();
   RunOutcome outcome;
   const std::string run_id = make_run_id(plan.seed);
@@ -154,7 +169,8 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         req.workload = pi.workload.get();
         req.params = &pi.params;
         req.context = &run.context();
-        if (plan.counters) req.sources.push_back(std::make_unique<PerfSource>(plan.events));
+        if (plan.counters)
+          req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
         req.timeout_s = plan.timeout_s;
         req.isolation = plan.isolation;
         req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);

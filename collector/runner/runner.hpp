@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/perf/perf_source.hpp"
 #include "collector/runner/isolation.hpp"
 #include "collector/runner/progress.hpp"
 #include "collector/runner/settle.hpp"
@@ -29,6 +30,7 @@ struct RunPlan {
   int trials = 1;
   std::vector<std::string> events;  // empty with counters on: the default set
   bool counters = true;
+  CounterScope counter_scope = CounterScope::kAuto;
   double timeout_s = 120;
   std::uint64_t seed = 0;
   std::string label;
