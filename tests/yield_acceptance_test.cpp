@@ -79,8 +79,9 @@ TEST(YieldAcceptance, AloneMatchesTheBareLoopAndRusage) {
   for (const auto& r : in.repetitions) {
     ASSERT_EQ(r.status, "ok") << r.reason;
     EXPECT_EQ(r.metrics.at("yields").value, 1000000);
-    // An uncontended yield rarely switches: a handful of switches, compared with a small absolute slack.
-    expect_switch_counter_matches_rusage(r, 0.02, 3);
+    // An uncontended yield rarely switches: a handful of switches, compared with a small absolute
+    // slack for the switches rusage sees outside the counting window (start-up wait, exit path).
+    expect_switch_counter_matches_rusage(r, 0.02, 4);
     for (const char* hw : {"cycles:u", "cycles:k", "instructions:u", "instructions:k"}) {
       const auto& c = r.counters.at(hw);
       if (probe_event(hw).opens) {
@@ -118,7 +119,7 @@ TEST(YieldAcceptance, SpinningCompetitorOnTheSameCpu) {
   for (const auto& r : in.repetitions) {
     ASSERT_EQ(r.status, "ok") << r.reason;
     rate.push_back(r.metrics.at("involuntary_switches").value / r.metrics.at("yields").value);
-    expect_switch_counter_matches_rusage(r, 0.02, 3);
+    expect_switch_counter_matches_rusage(r, 0.02, 4);
     EXPECT_GT(r.counters.at("perf::CONTEXT-SWITCHES").value, 500);  // contended: hundreds of switches
   }
   // The runner killed the competitor with its repetition: no schedlab thread is left anywhere.
