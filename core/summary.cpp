@@ -50,6 +50,8 @@ void append_instance(std::string& out, const Instance& in) {
   out += fmt::format("\n{} ({} {}, params {}): {} repetition(s): {}{}\n", in.id, in.workload,
                      in.workload_version, in.params.dump(), in.repetitions.size(),
                      status_text.empty() ? "none" : status_text, in.warmup ? " (+1 discarded warm-up)" : "");
+  if (in.warmup && !in.warmup->ok())
+    out += fmt::format("  warm-up: {}: {}\n", in.warmup->status, in.warmup->reason);
   for (const auto& r : in.repetitions)
     if (!r.ok()) out += fmt::format("  repetition {}: {}: {}\n", r.index, r.status, r.reason);
   if (metrics.empty() && counters.empty()) return;

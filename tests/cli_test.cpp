@@ -1,6 +1,11 @@
 // The schedlab binary's answers to bad input, and its listings.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
 #include "cli_util.hpp"
 #include "core/topology.hpp"
 #include "test_util.hpp"
@@ -53,6 +58,34 @@ TEST(Cli, WorkloadsAndEventsList) {
   auto e = schedlab("events");
   EXPECT_EQ(e.code, 0);
   EXPECT_NE(e.out.find("perf::CONTEXT-SWITCHES"), std::string::npos) << e.out;
+}
+
+TEST(Cli, InterruptKillsTheWorkloadAndKeepsWhatWasMeasured) {
+  TempDir dir;
+  // 10^8 yields take over a minute: SIGINT arrives during the warm-up.
+  const std::string cmd = std::string(SCHEDLAB_BINARY) +
+                          " run --workload yield --repetitions 2 --settle-timeout 0" +
+                          " --param yield.yields=100000000 --param yield.duration_s=60 --out " +
+                          dir.path().string() + " > " + (dir.path() / "log").string() + " 2>&1 & echo $!";
+  auto started = testing::sh(cmd);
+  const pid_t pid = std::stoi(started.out);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  for (int i = 0; i < 200 && testing::process_alive(pid); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(testing::process_alive(pid)) << "schedlab did not stop on SIGINT";
+  auto bundles = files_in(dir.path());
+  std::vector<std::filesystem::path> json;
+  for (const auto& f : bundles)
+    if (f.extension() == ".json") json.push_back(f);
+  ASSERT_EQ(json.size(), 1u) << testing::slurp(dir.path() / "log");
+  auto show = schedlab("show " + json[0].string());
+  EXPECT_EQ(show.code, 0);
+  EXPECT_NE(show.out.find("interrupted by a signal"), std::string::npos) << show.out;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec))
+    for (const auto& task : std::filesystem::directory_iterator(proc.path() / "task", ec))
+      EXPECT_NE(testing::slurp(task.path() / "comm").rfind("schedlab-yield", 0), 0u) << task.path();
 }
 
 }  // namespace

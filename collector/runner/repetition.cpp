@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/clock.hpp"
 #include "core/error.hpp"
 
@@ -239,8 +241,9 @@ Repetition run_repetition(RepetitionRequest& req) {
     rep.reason = "setting up the repetition failed: " + setup_error;
   } else if (outcome == WaitOutcome::kTimeout) {
     rep.status = status::kTimeout;
-    rep.reason = "time limit of " + std::to_string(req.timeout_s) + " s reached; the workload and " +
-                 std::to_string(killed) + " other process(es) were killed";
+    rep.reason =
+        fmt::format("time limit of {:g} s reached; the workload and {} other process(es) were killed",
+                    req.timeout_s, killed);
   } else if (outcome == WaitOutcome::kInterrupted) {
     rep.status = status::kFailed;
     rep.reason = "interrupted by a signal to schedlab; the workload was killed";
