@@ -38,7 +38,15 @@ struct RunArgs {
   std::string out = "results";
   std::string isolation = "auto";
   std::string counter_scope = "auto";
+  std::string cache_dir;
 };
+
+// Root keeps inputs (generated trees, extracted sources) with the system; others in their home.
+std::string default_cache_dir() {
+  if (::geteuid() == 0) return "/var/cache/schedlab";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/tmp") + "/.cache/schedlab";
+}
 
 // "yield.threads=2" -> (yield, threads, 2)
 std::tuple<std::string, std::string, std::string> split_param(const std::string& text) {
@@ -81,6 +89,7 @@ RunPlan make_plan(const RunArgs& a) {
   plan.out_dir = a.out;
   plan.isolation = parse_isolation_mode(a.isolation);
   plan.counter_scope = parse_counter_scope(a.counter_scope);
+  plan.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
   plan.settle.max_wait_s = a.settle_timeout_s;
   return plan;
 }
@@ -191,6 +200,10 @@ int run_cli(int argc, char** argv) {
   run->add_option("--counter-scope", run_args.counter_scope,
                   "auto: count per CPU on the repetition's cgroup when it has one; task: per task (inherit)")
       ->default_val("auto");
+  run->add_option(
+      "--cache-dir", run_args.cache_dir,
+      "Where workloads keep generated trees and extracted sources (default /var/cache/schedlab as root, "
+      "else ~/.cache/schedlab)");
 
   std::string show_path;
   auto* show = app.add_subcommand("show", "Summarise a bundle");

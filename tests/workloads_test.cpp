@@ -113,7 +113,7 @@ TEST(Placement, RefusesLevelsTheTopologyLacks) {
 
 TEST(Placement, YieldRefusesSameThread) {
   auto w = make_workload("yield");
-  WorkloadContext ctx{two_core_vm(), {0, 1}};
+  WorkloadContext ctx{two_core_vm(), {0, 1}, {}};
   auto p = resolve_params("yield", w->params(), {{"placement", "same-thread"}});
   EXPECT_EQ(error_of([&] { w->validate(p, ctx); }), "yield.placement: same-thread applies to tbench only");
 }

@@ -2,6 +2,7 @@
 // A workload is one class behind this interface. It declares its parameters and metrics as
 // data and, given resolved parameters, runs once and returns metrics. Repetitions, isolation,
 // time limits and counters belong to the runner (collector/), which knows no specific workload.
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,7 +18,8 @@ namespace schedlab {
 
 struct WorkloadContext {
   Topology topology;
-  std::vector<int> allowed_cpus;  // the affinity the run started with
+  std::vector<int> allowed_cpus;    // the affinity the run started with
+  std::filesystem::path cache_dir;  // where workloads keep generated or extracted inputs
 };
 
 struct WorkloadResult {

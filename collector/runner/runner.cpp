@@ -71,6 +71,7 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
   if (!(plan_.timeout_s > 0)) throw InputError("--timeout must be a positive number of seconds");
   context_.topology = read_topology(paths_);
   context_.allowed_cpus = current_affinity();
+  context_.cache_dir = plan_.cache_dir;
   std::set<std::string> ids;
   for (const auto& ip : plan_.instances) {
     if (!ids.insert(ip.id).second) throw InputError("workload instance '" + ip.id + "' is given twice");

@@ -35,6 +35,7 @@ struct RunPlan {
   std::uint64_t seed = 0;
   std::string label;
   std::filesystem::path out_dir = "results";
+  std::filesystem::path cache_dir = "/var/cache/schedlab";
   IsolationMode isolation = IsolationMode::kAuto;
   SettlePolicy settle;
 };
