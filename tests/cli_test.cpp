@@ -27,7 +27,7 @@ void expect_bad_input(const std::string& args, const std::string& message) {
 }
 
 TEST(Cli, BadInputIsOneClearLineExitTwoAndNothingWritten) {
-  expect_bad_input("run --workload nosuch", "schedlab: unknown workload 'nosuch' (known: yield)");
+  expect_bad_input("run --workload nosuch", "schedlab: unknown workload 'nosuch' (known: yield, ");
   expect_bad_input("run --workload yield --param yield.threads=x",
                    "yield.threads: expected an integer, got 'x'");
   expect_bad_input("run --workload yield --param yield.nosuch=1", "yield.nosuch: unknown parameter");

@@ -1,6 +1,8 @@
 #include "workloads/registry.hpp"
 
 #include "core/error.hpp"
+#include "workloads/kernbench/kernbench.hpp"
+#include "workloads/wakeup/wakeup.hpp"
 #include "workloads/yield/yield.hpp"
 
 namespace schedlab {
@@ -8,6 +10,8 @@ namespace schedlab {
 const std::vector<WorkloadEntry>& builtin_workloads() {
   static const std::vector<WorkloadEntry> kTable = {
       {"yield", [] { return std::make_unique<YieldWorkload>(); }},
+      {"kernbench", [] { return std::make_unique<KernbenchWorkload>(); }},
+      {"wakeup", [] { return std::make_unique<WakeupWorkload>(); }},
   };
   return kTable;
 }

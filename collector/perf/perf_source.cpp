@@ -116,10 +116,13 @@ bool PerfSource::open_on_task_tree(Counter& c, const AttachTarget& target) {
   perf_event_attr attr = counting_attr(c.event, true);
   int fd = opener_(attr, target.pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
-    std::string cgroup_error = c.open_reason;
+    const std::string cgroup_error = c.open_reason;
+    const int cgroup_errno = c.open_errno;
     c.open_errno = -fd;
     c.open_reason = "perf_event_open: " + errno_text(-fd) + ": " + perf_open_advice(-fd);
-    if (!cgroup_error.empty()) c.open_reason += " (per-cgroup counting failed too: " + cgroup_error + ")";
+    if (!cgroup_error.empty())
+      c.open_reason += cgroup_errno == -fd ? " (per-cgroup counting failed the same way)"
+                                           : " (per-cgroup counting failed too: " + cgroup_error + ")";
     return false;
   }
   c.fds.push_back(fd);

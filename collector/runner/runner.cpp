@@ -64,7 +64,39 @@ std::vector<InstancePlan> quick_suite() {
   return out;
 }
 
+std::vector<InstancePlan> expand_sweeps(const std::vector<InstancePlan>& instances) {
+  std::vector<InstancePlan> out;
+  for (const auto& in : instances) {
+    std::vector<InstancePlan> expanded{in};
+    for (const auto& [key, value] : in.params) {
+      if (value.size() < 2 || value.front() != '[' || value.back() != ']') continue;
+      std::vector<std::string> values;
+      std::string inner = value.substr(1, value.size() - 2);
+      for (std::size_t start = 0;;) {
+        auto comma = inner.find(',', start);
+        values.push_back(trim(inner.substr(start, comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (values.size() == 1 && values[0].empty())
+        throw InputError(in.workload + "." + key + ": an empty list sweeps nothing");
+      std::vector<InstancePlan> next;
+      for (const auto& partial : expanded)
+        for (const auto& v : values) {
+          InstancePlan p = partial;
+          p.params[key] = v;
+          p.id += (p.id == in.id ? "." : ",") + key + "=" + v;
+          next.push_back(std::move(p));
+        }
+      expanded = std::move(next);
+    }
+    out.insert(out.end(), expanded.begin(), expanded.end());
+  }
+  return out;
+}
+
 PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan)), paths_(std::move(paths)) {
+  plan_.instances = expand_sweeps(plan_.instances);
   if (plan_.instances.empty()) throw InputError("nothing to run: no workload instance");
   if (plan_.repetitions < 1) throw InputError("--repetitions must be at least 1");
   if (plan_.trials < 1) throw InputError("--trials must be at least 1");

@@ -74,4 +74,8 @@ RunOutcome execute(PreparedRun& run, Progress& progress);
 // The quick suite: every registered workload's quick instances.
 std::vector<InstancePlan> quick_suite();
 
+// A list value ("[2,4,8]") expands an instance into one per value (a sweep), with ids such as
+// "kernbench.jobs=4"; several lists give their cartesian product. Throws InputError on "[]".
+std::vector<InstancePlan> expand_sweeps(const std::vector<InstancePlan>& instances);
+
 }  // namespace schedlab

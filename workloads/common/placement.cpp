@@ -40,6 +40,11 @@ std::vector<std::string> placement_choices() {
   return out;
 }
 
+ParamSpec placement_param(const std::string& help) {
+  return {"placement", ParamKind::kChoice, "unpinned",   "",
+          help,        std::nullopt,       std::nullopt, placement_choices()};
+}
+
 std::string to_string(Placement p) {
   for (const auto& [q, name] : kNames)
     if (p == q) return name;

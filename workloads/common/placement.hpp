@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
+#include "workloads/params.hpp"
 
 namespace schedlab {
 
@@ -20,6 +21,8 @@ enum class Placement {
 
 // The vocabulary as parameter choices, in documentation order.
 std::vector<std::string> placement_choices();
+// The `placement` parameter (default unpinned); `help` says what is placed and how.
+ParamSpec placement_param(const std::string& help);
 Placement parse_placement(const std::string& text);  // throws InputError
 std::string to_string(Placement p);
 

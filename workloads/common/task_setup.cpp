@@ -16,6 +16,15 @@ std::vector<std::string> policy_choices() {
   return {"other", "batch", "idle", "fifo:"};
 }
 
+ParamSpec policy_param(const std::string& whom) {
+  return {"policy",     ParamKind::kChoice, "other",         "", "scheduling policy of " + whom,
+          std::nullopt, std::nullopt,       policy_choices()};
+}
+
+ParamSpec nice_param(const std::string& whom) {
+  return {"nice", ParamKind::kInteger, 0, "", "nice value of " + whom, -20.0, 19.0, {}};
+}
+
 SchedPolicy parse_policy(const std::string& text) {
   if (text == "other") return {SCHED_OTHER, 0};
   if (text == "batch") return {SCHED_BATCH, 0};
@@ -58,6 +67,12 @@ void apply_policy_to_current_thread(const SchedPolicy& policy, int nice) {
 
 void name_current_thread(const std::string& comm) {
   ::prctl(PR_SET_NAME, comm.substr(0, 15).c_str());
+}
+
+void setup_current_thread(const ThreadSetup& setup) {
+  name_current_thread(setup.comm);
+  pin_current_thread(setup.cpu);
+  if (setup.policy) apply_policy_to_current_thread(*setup.policy, setup.nice);
 }
 
 std::vector<int> current_affinity() {

@@ -89,13 +89,12 @@ std::vector<ParamSpec> YieldWorkload::params() const {
                {}});
   p.push_back(
       {"competitors", ParamKind::kInteger, 0, "", "CPU-spinning competitor threads", 0.0, 1024.0, {}});
-  p.push_back({"placement", ParamKind::kChoice, "unpinned", "",
-               "where the threads run: yielders first, then competitors, alternating between an anchor CPU "
-               "and its partner at the level named",
-               std::nullopt, std::nullopt, placement_choices()});
-  p.push_back({"policy", ParamKind::kChoice, "other", "", "scheduling policy of the yielding threads",
-               std::nullopt, std::nullopt, policy_choices()});
-  p.push_back({"nice", ParamKind::kInteger, 0, "", "nice value of the yielding threads", -20.0, 19.0, {}});
+  p.push_back(
+      placement_param("where the threads run: yielders first, then competitors, alternating between an "
+                      "anchor CPU and its partner "
+                      "at the level named"));
+  p.push_back(policy_param("the yielding threads"));
+  p.push_back(nice_param("the yielding threads"));
   return p;
 }
 
@@ -142,9 +141,7 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
 
   auto setup = [&](std::size_t i, const char* comm, bool yielder) {
     try {
-      name_current_thread(comm);
-      pin_current_thread(cpus[i]);
-      if (yielder) apply_policy_to_current_thread(o.policy, o.nice);
+      setup_current_thread({comm, cpus[i], yielder ? &o.policy : nullptr, o.nice});
     } catch (...) {
       errors[i] = std::current_exception();
     }

@@ -1,0 +1,121 @@
+// Short real runs of the wakeup workload through the schedlab binary.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cli_util.hpp"
+#include "core/bundle_io.hpp"
+#include "test_util.hpp"
+
+namespace schedlab {
+namespace {
+
+using testing::files_in;
+using testing::schedlab;
+using testing::TempDir;
+
+Repetition run_wakeup(const TempDir& dir, const std::string& params) {
+  auto o = schedlab("run --workload wakeup --repetitions 1 --settle-timeout 0 --out " + dir.path().string() +
+                    " " + params);
+  EXPECT_EQ(o.code, 0) << o.out;
+  auto files = files_in(dir.path());
+  if (files.size() != 1) throw std::runtime_error("no bundle: " + o.out);
+  auto b = load_bundle(files[0]);
+  auto rep = b.instances.at(0).repetitions.at(0);
+  EXPECT_EQ(rep.status, "ok") << rep.reason;
+  return rep;
+}
+
+double metric(const Repetition& r, const char* name) {
+  return r.metrics.at(name).value;
+}
+
+void expect_consistent(const Repetition& r, int threads, double duration_s, double period_us) {
+  const auto& hist = r.details.at("histogram");
+  std::uint64_t in_buckets = hist.at("overflow").get<std::uint64_t>();
+  for (const auto& b : hist.at("buckets")) in_buckets += b.at(2).get<std::uint64_t>();
+  std::uint64_t per_thread = 0;
+  for (const auto& t : r.details.at("threads")) per_thread += t.at("wakeups").get<std::uint64_t>();
+  // The histogram holds every wakeup, no more.
+  EXPECT_EQ(in_buckets, hist.at("count").get<std::uint64_t>());
+  EXPECT_EQ(per_thread, hist.at("count").get<std::uint64_t>());
+  EXPECT_EQ(metric(r, "wakeups"), static_cast<double>(per_thread));
+  // Each thread wakes once per period, fewer only after overruns.
+  const double expected = threads * duration_s * 1e6 / period_us;
+  EXPECT_LE(metric(r, "wakeups"), expected + threads);
+  EXPECT_GE(metric(r, "wakeups"), 0.8 * expected);
+  EXPECT_LE(metric(r, "latency_p50_us"), metric(r, "latency_p90_us"));
+  EXPECT_LE(metric(r, "latency_p90_us"), metric(r, "latency_p99_us"));
+  EXPECT_LE(metric(r, "latency_p99_us"), metric(r, "latency_max_us"));
+  EXPECT_GE(metric(r, "latency_p50_us"), 0);
+}
+
+TEST(Wakeup, IdleRunHoldsEveryWakeupAndNoP999FromFewSamples) {
+  TempDir dir;
+  auto r =
+      run_wakeup(dir, "--param wakeup.threads=2 --param wakeup.period_us=1000 --param wakeup.duration_s=1");
+  expect_consistent(r, 2, 1, 1000);
+  EXPECT_FALSE(r.metrics.contains("latency_p999_us"));
+  EXPECT_NE(r.details.at("latency_p999_us_absent").get<std::string>().find("< 10000"), std::string::npos);
+  for (const auto& t : r.details.at("threads")) EXPECT_EQ(t.at("timer_slack_ns"), 1);  // the default, set
+  EXPECT_EQ(r.details.at("mlockall"), true);
+  EXPECT_TRUE(r.details.at("cpu_dma_latency").contains("held"));
+}
+
+TEST(Wakeup, ManySamplesUnderHogsGiveP999AndLeaveNoHog) {
+  TempDir dir;
+  auto r = run_wakeup(dir,
+                      "--param wakeup.threads=2 --param wakeup.period_us=100 --param wakeup.duration_s=1 "
+                      "--param wakeup.load=hogs:2 --param wakeup.timer_slack_ns=50000");
+  expect_consistent(r, 2, 1, 100);
+  ASSERT_TRUE(r.metrics.contains("latency_p999_us"));
+  EXPECT_LE(metric(r, "latency_p99_us"), metric(r, "latency_p999_us"));
+  EXPECT_LE(metric(r, "latency_p999_us"), metric(r, "latency_max_us"));
+  EXPECT_EQ(r.details.at("hogs"), 2);
+  for (const auto& t : r.details.at("threads")) EXPECT_EQ(t.at("timer_slack_ns"), 50000);
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec))
+    for (const auto& task : std::filesystem::directory_iterator(proc.path() / "task", ec))
+      EXPECT_NE(testing::slurp(task.path() / "comm").rfind("schedlab-", 0), 0u) << task.path();
+}
+
+TEST(Wakeup, KernbenchLoadRunsBesideAndIsGoneAfter) {
+  TempDir dir;
+  TempDir cache;
+  auto r = run_wakeup(
+      dir, "--cache-dir " + cache.path().string() +
+               " --param wakeup.threads=1 --param wakeup.period_us=1000 --param wakeup.duration_s=2 "
+               "--param wakeup.load=kernbench");
+  expect_consistent(r, 1, 2, 1000);
+  EXPECT_EQ(r.details.at("load").at("kind"), "kernbench");
+  // The builds ran in the repetition: the collector saw the compilers' page faults and CPU time.
+  EXPECT_GT(r.counters.at("perf::TASK-CLOCK").value, 0.5e9);
+  // Nothing of the loop survives the repetition: no make or compiler working in the cached tree.
+  const std::string tree = r.details.at("load").at("tree").get<std::string>();
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    auto cmdline = testing::slurp(proc.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    auto cwd = std::filesystem::read_symlink(proc.path() / "cwd", ec);
+    EXPECT_EQ(cmdline.find(tree), std::string::npos) << proc.path() << ": " << cmdline;
+    EXPECT_NE(cwd.string().rfind(tree, 0), 0u) << proc.path() << " works in " << cwd;
+  }
+}
+
+TEST(Wakeup, FifoRuns) {
+  TempDir dir;
+  auto r = run_wakeup(dir,
+                      "--param wakeup.threads=1 --param wakeup.period_us=1000 --param wakeup.duration_s=0.5 "
+                      "--param wakeup.policy=fifo:50");
+  expect_consistent(r, 1, 0.5, 1000);
+}
+
+TEST(Wakeup, BadLoadIsRefused) {
+  TempDir dir;
+  auto o = schedlab("run --workload wakeup --param wakeup.load=hogs:x --out " + (dir.path() / "o").string());
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("wakeup.load: 'hogs:x' must be none, kernbench, or hogs:N"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace schedlab

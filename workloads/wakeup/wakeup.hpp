@@ -1,0 +1,21 @@
+#pragma once
+#include "workloads/workload.hpp"
+
+namespace schedlab {
+
+// T threads each sleeping to an absolute deadline every P us and recording how late they ran,
+// idle or under load. See README.md in this folder.
+class WakeupWorkload : public Workload {
+ public:
+  std::string name() const override { return "wakeup"; }
+  std::string version() const override { return "1.0.0"; }
+  std::string summary() const override;
+  std::string experiment() const override;
+  std::vector<ParamSpec> params() const override;
+  std::vector<MetricDesc> metrics() const override;
+  std::map<std::string, std::map<std::string, std::string>> quick_instances() const override;
+  void validate(const ParamValues& params, const WorkloadContext& ctx) const override;
+  WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) override;
+};
+
+}  // namespace schedlab
