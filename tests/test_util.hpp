@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace schedlab::testing {
 
@@ -36,6 +37,21 @@ inline bool process_alive(pid_t pid) {
   std::string text((std::istreambuf_iterator<char>(stat)), {});
   auto close = text.rfind(')');
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+inline std::string slurp(const std::filesystem::path& p);
+
+// Threads anywhere on the machine whose name starts with `prefix` (workload threads name
+// themselves "schedlab-yield", "schedlab-spin", ...), as "/proc/PID/task/TID: comm".
+inline std::vector<std::string> threads_named(const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec))
+    for (const auto& task : std::filesystem::directory_iterator(proc.path() / "task", ec)) {
+      auto comm = slurp(task.path() / "comm");
+      if (comm.rfind(prefix, 0) == 0) out.push_back(task.path().string() + ": " + comm);
+    }
+  return out;
 }
 
 inline std::string slurp(const std::filesystem::path& p) {
