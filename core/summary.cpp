@@ -58,14 +58,12 @@ void append_instance(std::string& out, const Instance& in) {
   out += fmt::format("{:<18} {:<26} {:<6} {:>2} {:>12} {:>12} {:>12} {:>6}\n", "instance", "metric", "unit",
                      "n", "median", "min", "max", "cv%");
   // Headline metrics first, marked with '*'.
-  std::vector<std::string> names;
+  std::vector<std::string> names, others;
   for (const auto& [name, _] : metrics) {
     auto it = in.metric_info.find(name);
-    if (it != in.metric_info.end() && it->second.headline)
-      names.insert(names.begin(), name);
-    else
-      names.push_back(name);
+    (it != in.metric_info.end() && it->second.headline ? names : others).push_back(name);
   }
+  names.insert(names.end(), others.begin(), others.end());
   for (const auto& name : names) {
     auto it = in.metric_info.find(name);
     bool headline = it != in.metric_info.end() && it->second.headline;
@@ -73,8 +71,15 @@ void append_instance(std::string& out, const Instance& in) {
   }
   for (const auto& [event, values] : counters)
     out += row("  counter", event, counter_units[event], summarize(values));
-  for (const auto& [event, why] : unsupported)
-    out += fmt::format("{:<18} {:<26} {}\n", "  counter", event, why);
+  // Events that failed the same way (all hardware events on a VM) share one line; the bundle
+  // keeps each event's full reason.
+  std::map<std::string, std::string> events_by_reason;
+  for (const auto& [event, why] : unsupported) {
+    auto& events = events_by_reason[why];
+    events += (events.empty() ? "" : ", ") + event;
+  }
+  for (const auto& [why, events] : events_by_reason)
+    out += fmt::format("{:<18} {}: {}\n", "  counters", events, why);
 }
 
 }  // namespace
