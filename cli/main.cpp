@@ -8,12 +8,15 @@
 #include <iostream>
 #include <random>
 
+#include "cli/diff_command.hpp"
 #include "collector/perf/perf_source.hpp"
 #include "collector/runner/runner.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
+#include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
 #include "core/summary.hpp"
+#include "export/gbench.hpp"
 #include "workloads/registry.hpp"
 
 namespace schedlab {
@@ -116,6 +119,23 @@ int cmd_show(const std::string& path) {
   return 0;
 }
 
+struct ExportArgs {
+  std::string format;
+  std::string bundle;
+  std::string out;  // empty: standard output
+};
+
+int cmd_export(const ExportArgs& a) {
+  if (a.format != "gbench")
+    throw InputError("--format '" + a.format + "': unknown export format (known: gbench)");
+  const auto text = gbench_json(load_bundle(a.bundle), a.bundle).dump(2) + "\n";
+  if (a.out.empty())
+    std::cout << text;
+  else
+    write_file_atomic(a.out, text);  // refuses an existing file
+  return 0;
+}
+
 std::string range_text(const ParamSpec& p) {
   if (p.kind == ParamKind::kChoice) {
     std::string out;
@@ -214,6 +234,18 @@ int run_cli(int argc, char** argv) {
   auto* events = app.add_subcommand("events", "What libpfm4 encodes and what opens on this machine");
   events->add_flag("--all", all_events, "Every event of the PMUs present, not only the default set");
 
+  ExportArgs export_args;
+  auto* export_cmd = app.add_subcommand("export", "Write a bundle in another tool's format");
+  export_cmd
+      ->add_option("--format", export_args.format,
+                   "gbench: Google Benchmark's JSON, as its tools/compare.py reads it")
+      ->required();
+  export_cmd->add_option("BUNDLE", export_args.bundle, "A bundle file")->required();
+  export_cmd->add_option("-o,--out", export_args.out,
+                         "Write to FILE instead of standard output; an existing FILE is never replaced");
+
+  DiffCommand diff(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -227,6 +259,8 @@ int run_cli(int argc, char** argv) {
     if (*show) return cmd_show(show_path);
     if (*workloads) return cmd_workloads();
     if (*events) return cmd_events(all_events);
+    if (diff.chosen()) return diff.run();
+    if (*export_cmd) return cmd_export(export_args);
   } catch (const InputError& e) {
     std::cerr << "schedlab: " << e.what() << "\n";
     return kExitBadInput;

@@ -1,0 +1,51 @@
+#include "cli/diff_command.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "diff/diff.hpp"
+
+namespace schedlab {
+
+DiffCommand::DiffCommand(CLI::App& app) {
+  command_ = app.add_subcommand(
+      "diff", "Compare a baseline with one or more other sides: statistics, verdicts on headline metrics");
+  command_
+      ->add_option("SIDES", sides_,
+                   "BASE OTHER...: each a bundle, a directory of bundles, or a label / configuration-hash "
+                   "prefix looked up in --store")
+      ->required()
+      ->expected(2, -1);
+  command_->add_flag("--json", json_, "Machine-readable output (schema schedlab.diff/1, see README)");
+  command_->add_option("--alpha", alpha_, "Significance level after Benjamini-Hochberg")->default_val(0.05);
+  command_->add_option("--min-effect", min_effect_pct_, "Equivalence margin, percent (TOST)")
+      ->default_val(2.0);
+  command_->add_option("--fail-on", fail_on_, "worse: exit 3 when a headline verdict is `worse`")
+      ->check(CLI::IsMember({"worse"}));
+  command_->add_flag("--force", force_, "Compare across hardware fingerprints or workload versions");
+  command_->add_option("--store", store_, "Directory of bundles that labels and hashes are looked up in")
+      ->default_val("results");
+}
+
+int DiffCommand::run() const {
+  std::vector<Side> sides;
+  for (const auto& spec : sides_) sides.push_back(load_side(spec, store_));
+  make_names_distinct(sides);
+  DiffOptions options;
+  options.alpha = alpha_;
+  options.min_effect_pct = min_effect_pct_;
+  options.force = force_;
+  auto diff = build_diff(sides, options);
+  if (json_) {
+    std::cout << diff_to_json(diff).dump(2) << "\n";
+  } else {
+    bool colour = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    std::cout << format_diff_text(diff, colour);
+  }
+  return fail_on_ == "worse" && diff.regression ? kExitRegression : 0;
+}
+
+}  // namespace schedlab

@@ -1,0 +1,111 @@
+// The diff for scripts: the same content as the text, stable field names (README "diff --json").
+#include <cmath>
+
+#include "diff/diff.hpp"
+
+namespace schedlab {
+namespace {
+
+// JSON has no infinity or NaN: an undefined number is null.
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+nlohmann::json stats_json(const SideStats& s) {
+  return {{"trials", s.trials},     {"repetitions", s.repetitions}, {"median", number(s.median)},
+          {"mean", number(s.mean)}, {"cv", number(s.cv)},           {"min", number(s.min)},
+          {"max", number(s.max)}};
+}
+
+nlohmann::json comparison_json(const Comparison& c, bool headline) {
+  return {{"side", c.side},
+          {"stats", stats_json(c.stats)},
+          {"test", c.test},
+          {"n_base", c.n_base},
+          {"n_other", c.n_other},
+          {"p_value", number(c.p_value)},
+          {"p_adjusted", headline ? number(c.p_adjusted) : nlohmann::json()},
+          {"min_p", number(c.min_p)},
+          {"welch_log_p", number(c.welch_log_p)},
+          {"shift_pct", number(c.shift_pct)},
+          {"ci_pct", {number(c.ci_lower_pct), number(c.ci_upper_pct)}},
+          {"ci_confidence", number(c.ci_confidence)},
+          {"tost_ci_pct", {number(c.tost_lower_pct), number(c.tost_upper_pct)}},
+          {"mde_pct", number(c.mde_pct)},
+          {"verdict", headline ? nlohmann::json(c.verdict) : nlohmann::json()}};
+}
+
+nlohmann::json metric_json(const MetricDiff& m) {
+  nlohmann::json comparisons = nlohmann::json::array();
+  for (const auto& c : m.comparisons) comparisons.push_back(comparison_json(c, m.headline));
+  nlohmann::json trends = nlohmann::json::array();
+  for (const auto& t : m.trends) {
+    trends.push_back({{"side", t.side},
+                      {"kendall_tau", number(t.tau)},
+                      {"p_value", number(t.p_value)},
+                      {"flagged", t.flagged}});
+  }
+  return {{"name", m.name},
+          {"kind", m.kind},
+          {"unit", m.unit},
+          {"direction", m.has_direction ? nlohmann::json(to_string(m.direction)) : nlohmann::json()},
+          {"headline", m.headline},
+          {"tail", m.tail},
+          {"base", stats_json(m.base)},
+          {"comparisons", comparisons},
+          {"trends", trends}};
+}
+
+nlohmann::json instance_json(const InstanceDiff& in) {
+  nlohmann::json metrics = nlohmann::json::array();
+  for (const auto& m : in.metrics) metrics.push_back(metric_json(m));
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : in.failures) {
+    failures.push_back(
+        {{"side", f.side}, {"failed", f.failed}, {"total", f.total}, {"fisher_p", number(f.p_value)}});
+  }
+  return {{"id", in.id},
+          {"workload", in.workload},
+          {"workload_version", in.workload_version},
+          {"params", in.params},
+          {"params_hash", in.params_hash},
+          {"missing_from", in.missing_from},
+          {"failures", failures},
+          {"metrics", metrics}};
+}
+
+}  // namespace
+
+nlohmann::json diff_to_json(const DiffResult& diff) {
+  nlohmann::json sides = nlohmann::json::array();
+  for (const auto& s : diff.sides) {
+    sides.push_back({{"name", s.name},
+                     {"spec", s.spec},
+                     {"role", &s == &diff.sides.front() ? "base" : "other"},
+                     {"trials", s.trials},
+                     {"smoke", s.smoke},
+                     {"interleaved_with_base", s.interleaved_with_base},
+                     {"sources", s.sources}});
+  }
+  nlohmann::json environment = nlohmann::json::array();
+  for (const auto& d : diff.environment) {
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [side, value] : d.values) values[side] = value;
+    environment.push_back({{"field", d.field}, {"category", d.category}, {"values", values}});
+  }
+  nlohmann::json instances = nlohmann::json::array();
+  for (const auto& in : diff.instances) instances.push_back(instance_json(in));
+  return {{"schema", "schedlab.diff/1"},
+          {"options",
+           {{"alpha", diff.options.alpha},
+            {"min_effect_pct", diff.options.min_effect_pct},
+            {"force", diff.options.force},
+            {"trend_alpha", diff.options.trend_alpha}}},
+          {"sides", sides},
+          {"warnings", diff.warnings},
+          {"environment_differences", environment},
+          {"instances", instances},
+          {"regression", diff.regression}};
+}
+
+}  // namespace schedlab

@@ -1,0 +1,54 @@
+#include "diff/samples.hpp"
+
+#include <algorithm>
+
+namespace schedlab {
+
+std::string instance_key(const Instance& in) {
+  return in.workload + "/" + in.params_hash;
+}
+
+namespace {
+
+void append(std::map<std::string, std::vector<TrialValues>>& into, const std::string& name,
+            const std::string& started_at, double value) {
+  auto& trials = into[name];
+  if (trials.empty() || trials.back().started_at != started_at) trials.push_back({started_at, {}});
+  trials.back().values.push_back(value);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& side) {
+  std::vector<std::pair<std::string, InstanceSamples>> out;
+  auto slot = [&out](const std::string& key) -> InstanceSamples& {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it != out.end()) return it->second;
+    out.emplace_back(key, InstanceSamples{});
+    return out.back().second;
+  };
+  for (const auto& loaded : side.bundles) {
+    // Each trial is its own sample group even if two trials share a start time.
+    auto trial_tag = loaded.bundle.started_at + "#" + loaded.path.string();
+    for (const auto& in : loaded.bundle.instances) {
+      auto& s = slot(instance_key(in));
+      if (!s.first) s.first = &in;
+      for (const auto& rep : in.repetitions) {
+        ++s.total;
+        if (!rep.ok()) {
+          ++s.failed;
+          continue;
+        }
+        for (const auto& [name, m] : rep.metrics) append(s.metrics, name, trial_tag, m.value);
+        for (const auto& [name, c] : rep.counters) {
+          if (!c.ok()) continue;
+          append(s.counters, name, trial_tag, c.value);
+          s.counter_units[name] = c.unit;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace schedlab

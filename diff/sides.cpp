@@ -1,0 +1,105 @@
+#include "diff/sides.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/bundle_io.hpp"
+#include "core/error.hpp"
+
+namespace schedlab {
+namespace fs = std::filesystem;
+namespace {
+
+std::vector<fs::path> bundle_files_under(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A directory may hold other JSON (exports, diffs): only files that declare our schema are bundles,
+// and of those every one must load, so a damaged bundle is reported rather than skipped.
+bool declares_bundle_schema(const fs::path& file) {
+  try {
+    auto j = nlohmann::json::parse(std::ifstream(file), nullptr, /*allow_exceptions=*/true);
+    return j.is_object() && j.contains("schema") && j["schema"].is_string() &&
+           j["schema"].get<std::string>().rfind("schedlab.result/", 0) == 0;
+  } catch (const nlohmann::json::exception&) {
+    return true;  // unreadable: let load_bundle name the problem
+  }
+}
+
+std::vector<LoadedBundle> load_directory(const fs::path& dir) {
+  std::vector<LoadedBundle> out;
+  for (const auto& file : bundle_files_under(dir)) {
+    if (!declares_bundle_schema(file)) continue;
+    out.push_back({file, load_bundle(file)});
+  }
+  return out;
+}
+
+bool matches_query(const Bundle& b, const std::string& query) {
+  if (b.label == query) return true;
+  auto hash = b.configuration.value("hash", std::string());
+  return query.size() >= 6 && hash.rfind(query, 0) == 0;
+}
+
+std::string shared_label(const std::vector<LoadedBundle>& bundles) {
+  std::set<std::string> labels;
+  for (const auto& b : bundles) labels.insert(b.bundle.label);
+  if (labels.size() == 1 && !labels.begin()->empty()) return *labels.begin();
+  return "";
+}
+
+}  // namespace
+
+Side load_side(const std::string& spec, const fs::path& store_dir) {
+  Side side;
+  side.spec = spec;
+  fs::path path(spec);
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    side.bundles.push_back({path, load_bundle(path)});
+  } else if (fs::is_directory(path, ec)) {
+    side.bundles = load_directory(path);
+    if (side.bundles.empty()) throw InputError(spec + ": directory holds no schedlab result bundle");
+  } else {
+    if (!fs::is_directory(store_dir, ec)) {
+      throw InputError(spec + ": no such file or directory, and no store directory " + store_dir.string() +
+                       " to look it up in as a configuration hash or label");
+    }
+    for (auto& loaded : load_directory(store_dir)) {
+      if (matches_query(loaded.bundle, spec)) side.bundles.push_back(std::move(loaded));
+    }
+    if (side.bundles.empty()) {
+      throw InputError(spec + ": not a file or directory, and no bundle in " + store_dir.string() +
+                       " has that label or a configuration hash starting with it");
+    }
+  }
+  std::stable_sort(side.bundles.begin(), side.bundles.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.bundle.started_at, a.bundle.trial) < std::tie(b.bundle.started_at, b.bundle.trial);
+  });
+  auto label = shared_label(side.bundles);
+  side.name = label.empty() ? spec : label;
+  return side;
+}
+
+void make_names_distinct(std::vector<Side>& sides) {
+  std::map<std::string, int> uses;
+  for (const auto& s : sides) ++uses[s.name];
+  for (auto& s : sides) {
+    if (uses[s.name] > 1) s.name = s.spec;
+  }
+  std::map<std::string, int> seen;
+  for (auto& s : sides) {
+    int n = ++seen[s.name];
+    if (n > 1) s.name += "#" + std::to_string(n);
+  }
+}
+
+}  // namespace schedlab
