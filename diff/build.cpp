@@ -345,6 +345,14 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
                       sides[0].spec, sides[i].spec));
     }
   }
+  bool single_trial =
+      std::any_of(r.sides.begin(), r.sides.end(), [](const SideInfo& s) { return s.trials < 2; });
+  if (single_trial) {
+    r.warnings.push_back(
+        "a side has one trial: the test runs on repetitions of one invocation, which share its state; "
+        "bench/aa_calibration.py found 29-50% false better/worse verdicts this way on a noisy VM. "
+        "Take >= 4 trials per side (run --trials) for verdicts that can be trusted");
+  }
   for (const auto& side : r.sides) {
     if (side.smoke)
       r.warnings.push_back(side.name + " is a quick (smoke) run: too few repetitions for verdicts");
