@@ -351,7 +351,7 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
     r.warnings.push_back(
         "a side has one trial: the test runs on repetitions of one invocation, which share its state; "
         "bench/aa_calibration.py found 29-50% false better/worse verdicts this way on a noisy VM. "
-        "Take >= 4 trials per side (run --trials) for verdicts that can be trusted");
+        "Take >= 6 trials per side, interleaved (run --trials), for verdicts that can be trusted");
   }
   for (const auto& side : r.sides) {
     if (side.smoke)
