@@ -1,78 +1,112 @@
 #!/usr/bin/python3
 """A/A calibration and power of `schedlab diff` on real runs (data: bench/aa_collect.sh).
 
-Pairs trials 2k and 2k+1 of each batch (A/A: same kernel, back to back); batches were taken minutes
-apart. Reports the rate of better/worse verdicts, a Kolmogorov-Smirnov test of the headline p-values
-against uniform, the rates of inconclusive / equivalent, and, with shifts injected into the other side,
-the detection rate per n (first n repetitions of each trial).
+Every trial of every batch ran the same kernel and workloads, so every diff among them is an A/A diff.
+Three designs are cut from the batches, each at n = 5, 9 and 30 trials per side:
+  interleaved  one batch's 2n consecutive trials, even against odd: the design diff trusts (paired test)
+  blocked      n consecutive trials against the next n of the same batch, seconds apart
+  batches      n trials of one batch against n trials of the next batch, minutes apart
+For each: the rate of better/worse verdicts (false: nothing changed), a Kolmogorov-Smirnov test of the
+headline p-values against uniform, the rates of the other verdicts, the median minimum detectable
+effect, and the detection rate of +2/3/5/10% shifts injected into the other side's headline metrics.
     bench/aa_calibration.py AA_DIR [SCHEDLAB]
 """
-import copy, glob, json, os, subprocess, sys, tempfile
+import copy, glob, json, os, shutil, subprocess, sys, tempfile
 from scipy import stats
 
 aa_dir = sys.argv[1]
 schedlab = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
+SHIFTS = (0.02, 0.03, 0.05, 0.10)
+NS = (5, 9, 30)
 
 
-def trials(batch):
-    return sorted(glob.glob(os.path.join(batch, "*.json")))
+def load_batch(path):
+    trials = [json.load(open(f)) for f in glob.glob(os.path.join(path, "*.json"))]
+    return sorted(trials, key=lambda b: b["trial"])
 
 
-def cut(bundle, n, shift):
-    b = copy.deepcopy(bundle)
-    for inst in b["instances"]:
-        inst["repetitions"] = inst["repetitions"][:n]
-        for rep in inst["repetitions"]:
-            for name, m in rep["metrics"].items():
-                if inst["metric_info"].get(name, {}).get("headline"):
-                    m["value"] *= 1 + shift
-    return b
+def write_side(trials, shift, path):
+    os.makedirs(path)
+    for i, bundle in enumerate(trials):
+        b = copy.deepcopy(bundle) if shift else bundle
+        if shift:
+            for inst in b["instances"]:
+                headline = [k for k, v in inst["metric_info"].items() if v.get("headline")]
+                for rep in inst["repetitions"]:
+                    for name in headline:
+                        if name in rep["metrics"] and rep["metrics"][name]["value"] is not None:
+                            rep["metrics"][name]["value"] *= 1 + shift
+        with open(os.path.join(path, f"t{i:03d}.json"), "w") as f:
+            json.dump(b, f)
 
 
-def diff(a, b, tmp):
-    pa, pb = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
-    for p, data in ((pa, a), (pb, b)):
-        with open(p, "w") as f:
-            json.dump(data, f)
-    out = subprocess.run([schedlab, "diff", "--json", pa, pb], capture_output=True, text=True, check=True).stdout
+def diff(a, b, shift, tmp):
+    pa, pb = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    write_side(a, 0, pa)
+    write_side(b, shift, pb)
+    out = subprocess.run([schedlab, "diff", "--json", pa, pb], capture_output=True, text=True)
+    shutil.rmtree(pa)
+    shutil.rmtree(pb)
+    if out.returncode != 0:
+        sys.exit(f"aa_calibration: schedlab diff failed: {out.stdout}{out.stderr}")
     rows = []
-    for inst in json.loads(out)["instances"]:
+    for inst in json.loads(out.stdout)["instances"]:
         for m in inst["metrics"]:
             if m["headline"]:
                 c = m["comparisons"][0]
-                rows.append((inst["id"] + "/" + m["name"], c["verdict"], c["p_value"], c["shift_pct"], c["mde_pct"]))
-    for p in (pa, pb):
-        os.unlink(p)
+                rows.append((inst["id"] + "/" + m["name"], c["verdict"], c["p_value"], c["mde_pct"], c["test"]))
     return rows
 
 
-pairs = []
-for batch in sorted(glob.glob(os.path.join(aa_dir, "batch*"))):
-    t = trials(batch)
-    pairs += [(t[i], t[i + 1]) for i in range(0, len(t) - 1, 2)]
-loaded = [(json.load(open(a)), json.load(open(b))) for a, b in pairs]
-print(f"{len(pairs)} A/A pairs from {aa_dir}")
+def designs(batches, n):
+    out = {"interleaved": [], "blocked": [], "batches": []}
+    for t in batches:
+        for k in range(0, len(t) - 2 * n + 1, 2 * n):
+            seg = t[k:k + 2 * n]
+            out["interleaved"].append((seg[0::2], seg[1::2]))
+            out["blocked"].append((seg[:n], seg[n:]))
+    for t, u in zip(batches, batches[1:]):
+        for k in range(0, min(len(t), len(u)) - n + 1, 2 * n):
+            out["batches"].append((t[k:k + n], u[k:k + n]))
+    return out
+
+
+def pct(k, n):
+    return f"{k}/{n} ({100 * k / n:.1f}%)" if n else "0/0"
+
+
+batches = [load_batch(p) for p in sorted(glob.glob(os.path.join(aa_dir, "batch*")), key=lambda p: int("0" + p.rsplit("batch", 1)[1].split(".")[0])) if os.path.isdir(p)]
+print(f"A/A data: {len(batches)} batches of {[len(t) for t in batches]} trials from {aa_dir}")
+print(f"first trial {batches[0][0]['started_at']}, last {batches[-1][-1]['started_at']}")
 with tempfile.TemporaryDirectory() as tmp:
-    for n in (5, 9, 30):
-        rows = [r for a, b in loaded for r in diff(cut(a, n, 0), cut(b, n, 0), tmp)]
-        verdicts = [r[1] for r in rows]
-        ps = [r[2] for r in rows]
-        sig = sum(v in ("better", "worse") for v in verdicts)
-        print(f"\nA/A n={n}: {len(rows)} headline comparisons over {len(pairs)} diffs")
-        for v in sorted(set(verdicts)):
-            print(f"  {v:<20} {verdicts.count(v):3d}  ({100 * verdicts.count(v) / len(rows):.0f}%)")
-        print(f"  false better/worse rate {sig / len(rows):.3f} (alpha 0.05)")
-        print(f"  KS of p-values vs uniform: D={stats.kstest(ps, 'uniform').statistic:.3f} p={stats.kstest(ps, 'uniform').pvalue:.3g}")
-        per_metric = {}
-        for name, v, p, s, mde in rows:
-            per_metric.setdefault(name, []).append((v, mde))
-        for name, vs in sorted(per_metric.items()):
-            mdes = sorted(m for _, m in vs if m is not None)
-            print(f"  {name:<28} better/worse {sum(v in ('better','worse') for v, _ in vs)}/{len(vs)}  median MDE {mdes[len(mdes)//2]:.1f}%")
-        for shift in (0.02, 0.03, 0.05, 0.10):
-            rows = [r for a, b in loaded for r in diff(cut(a, n, 0), cut(b, n, shift), tmp)]
-            by = {}
-            for name, v, *_ in rows:
-                by.setdefault(name, []).append(v)
-            text = ", ".join(f"{k} {sum(v == 'worse' for v in vs)}/{len(vs)} worse ({sum(v == 'better' for v in vs)} better)" for k, vs in sorted(by.items()))
-            print(f"  +{100 * shift:.0f}% injected: {text}")
+    for n in NS:
+        for design, pairs in designs(batches, n).items():
+            if not pairs:
+                continue
+            rows = [r for a, b in pairs for r in diff(a, b, 0, tmp)]
+            verdicts = [r[1] for r in rows]
+            ps = [r[2] for r in rows if r[2] is not None]
+            false = sum(v in ("better", "worse") for v in verdicts)
+            ks = stats.kstest(ps, "uniform")
+            tests = sorted(set(r[4] for r in rows))
+            print(f"\nn={n} {design}: {len(pairs)} A/A diffs, {len(rows)} headline comparisons, test {', '.join(tests)}")
+            print(f"  false better/worse: {pct(false, len(rows))}   (alpha 0.05)")
+            print(f"  KS of p-values against uniform: D={ks.statistic:.3f} p={ks.pvalue:.3g}")
+            print("  verdicts: " + ", ".join(f"{v} {pct(verdicts.count(v), len(rows))}" for v in sorted(set(verdicts))))
+            by_metric = {}
+            for name, v, p, mde, _ in rows:
+                by_metric.setdefault(name, []).append((v, mde))
+            for name, vs in sorted(by_metric.items()):
+                mdes = sorted(m for _, m in vs if m is not None)
+                med = f"{mdes[len(mdes) // 2]:.1f}%" if mdes else "n/a"
+                print(f"    {name:<26} false {sum(v in ('better', 'worse') for v, _ in vs)}/{len(vs)}  median MDE {med}")
+            if design != "interleaved":
+                continue
+            for shift in SHIFTS:
+                rows = [r for a, b in pairs for r in diff(a, b, shift, tmp)]
+                by = {}
+                for name, v, *_ in rows:
+                    by.setdefault(name, []).append(v)
+                text = "; ".join(f"{k} {pct(sum(v == 'worse' for v in vs), len(vs))} worse, {sum(v == 'better' for v in vs)} better"
+                                 for k, vs in sorted(by.items()))
+                print(f"  +{100 * shift:.0f}% injected: {text}")

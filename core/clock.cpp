@@ -17,10 +17,14 @@ std::string utc_timestamp() {
   return buf;
 }
 
-double monotonic_seconds() {
+std::int64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+double monotonic_seconds() {
+  return static_cast<double>(monotonic_ns()) * 1e-9;
 }
 
 }  // namespace schedlab

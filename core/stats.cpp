@@ -22,12 +22,16 @@ Summary summarize(std::vector<double> v) {
   s.max = v.back();
   s.median = median(v);
   s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(s.n);
-  if (s.n > 1 && s.mean != 0) {
-    double ss = 0;
-    for (double x : v) ss += (x - s.mean) * (x - s.mean);
-    s.cv = std::sqrt(ss / static_cast<double>(s.n - 1)) / std::fabs(s.mean);
-  }
+  if (s.n > 1 && s.mean != 0) s.cv = sample_sd(v) / std::fabs(s.mean);
   return s;
+}
+
+double sample_sd(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
 }  // namespace schedlab

@@ -11,5 +11,6 @@ struct Summary {
 
 Summary summarize(std::vector<double> values);
 double median(std::vector<double> values);
+double sample_sd(const std::vector<double>& values);  // n - 1 in the denominator; 0 when n < 2
 
 }  // namespace schedlab

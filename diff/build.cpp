@@ -52,16 +52,6 @@ std::vector<double> logs(const std::vector<double>& v) {
   return out;
 }
 
-double sample_sd(const std::vector<double>& v) {
-  if (v.size() < 2) return 0;
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  return std::sqrt(ss / static_cast<double>(v.size() - 1));
-}
-
 bool is_tail_metric(const std::string& name) {
   return name.find("p99") != std::string::npos || name.find("_max") != std::string::npos ||
          name.rfind("max_", 0) == 0;
@@ -81,6 +71,11 @@ bool interleaved(const Side& base, const Side& other) {
   return true;
 }
 
+// Repetitions of one invocation share its state (placement, host neighbours, memory layout), so they
+// are not independent runs: on the noisy VM the A/A calibration found 29-50% false better/worse
+// verdicts from them. Their test is shown; a verdict needs trials.
+constexpr const char* kRepetitionTest = "mann-whitney/repetitions";
+
 struct Test {
   std::string name;
   std::vector<double> x, y;  // baseline and other samples (trial medians or repetitions)
@@ -94,7 +89,7 @@ Test choose_test(const Trials& base, const Trials& other, bool pairable) {
     }
     return {"mann-whitney/trials", trial_medians(base), trial_medians(other), false};
   }
-  return {"mann-whitney/repetitions", flatten(base), flatten(other), false};
+  return {kRepetitionTest, flatten(base), flatten(other), false};
 }
 
 double pct(double shift, double reference) {
@@ -178,17 +173,28 @@ Trend trend_of(const std::string& side, const Trials& trials, double alpha) {
   return {side, mk.statistic, mk.p_value, mk.p_value < alpha};
 }
 
-std::string verdict(const MetricDiff& m, const Comparison& c, const DiffOptions& o) {
-  if (c.min_p > o.alpha) return "too few runs";
+void judge(const MetricDiff& m, Comparison& c, const DiffOptions& o) {
+  if (c.test == kRepetitionTest) {
+    c.verdict = "too few runs";
+    c.verdict_reason = "one trial on a side: its repetitions are not independent runs";
+    return;
+  }
+  if (c.min_p > o.alpha) {
+    c.verdict = "too few runs";
+    c.verdict_reason = fmt::format("{} vs {} {} reach p = {:.3g} at best", c.n_base, c.n_other,
+                                   c.test == "wilcoxon-paired/trials" ? "pairs" : "trials", c.min_p);
+    return;
+  }
+  c.verdict_reason.clear();
   if (c.p_adjusted < o.alpha && c.shift_pct != 0) {
     bool higher = c.shift_pct > 0;
     bool good = m.direction == Direction::kHigherIsBetter ? higher : !higher;
-    return good ? "better" : "worse";
+    c.verdict = good ? "better" : "worse";
+  } else if (c.tost_lower_pct >= -o.min_effect_pct && c.tost_upper_pct <= o.min_effect_pct) {
+    c.verdict = fmt::format("equivalent (±{:g}%)", o.min_effect_pct);
+  } else {
+    c.verdict = "inconclusive";
   }
-  if (c.tost_lower_pct >= -o.min_effect_pct && c.tost_upper_pct <= o.min_effect_pct) {
-    return fmt::format("equivalent (±{:g}%)", o.min_effect_pct);
-  }
-  return "inconclusive";
 }
 
 struct SideData {
@@ -288,7 +294,7 @@ void adjust_and_judge(DiffResult& r) {
     auto adjusted = stats::benjamini_hochberg(p);
     for (std::size_t i = 0; i < family.size(); ++i) {
       family[i]->p_adjusted = adjusted[i];
-      family[i]->verdict = verdict(*owners[i], *family[i], r.options);
+      judge(*owners[i], *family[i], r.options);
       if (family[i]->verdict == "worse") r.regression = true;
     }
   }
@@ -349,9 +355,17 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
       std::any_of(r.sides.begin(), r.sides.end(), [](const SideInfo& s) { return s.trials < 2; });
   if (single_trial) {
     r.warnings.push_back(
-        "a side has one trial: the test runs on repetitions of one invocation, which share its state; "
-        "bench/aa_calibration.py found 29-50% false better/worse verdicts this way on a noisy VM. "
-        "Take >= 6 trials per side, interleaved (run --trials), for verdicts that can be trusted");
+        "a side has one trial: its repetitions are compared and shown, but give no verdict (they share "
+        "one invocation's state and are not independent runs); take >= 4 trials per side (run --trials), "
+        ">= 6 pairs when interleaved");
+  }
+  for (std::size_t i = 1; i < r.sides.size(); ++i) {
+    if (r.sides[i].trials >= 2 && r.sides[0].trials >= 2 && !r.sides[i].interleaved_with_base) {
+      r.warnings.push_back(fmt::format(
+          "{} did not run interleaved with {}: a slow drift of the machine reads as a difference between "
+          "them (see bench/aa_calibration.py); alternate the trials of the two for a paired test",
+          r.sides[i].name, r.sides[0].name));
+    }
   }
   for (const auto& side : r.sides) {
     if (side.smoke)

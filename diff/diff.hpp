@@ -42,6 +42,7 @@ struct Comparison {
   double tost_lower_pct = 0, tost_upper_pct = 0;  // at 1 - 2 alpha, read against min_effect
   double mde_pct = 0;   // minimum detectable effect at 80% power with these sizes and spreads
   std::string verdict;  // headline metrics only: better, worse, equivalent (±X%), inconclusive, too few runs
+  std::string verdict_reason;  // why `too few runs`: the sample sizes, or a side with a single trial
 };
 
 struct Trend {

@@ -32,7 +32,9 @@ nlohmann::json comparison_json(const Comparison& c, bool headline) {
           {"ci_confidence", number(c.ci_confidence)},
           {"tost_ci_pct", {number(c.tost_lower_pct), number(c.tost_upper_pct)}},
           {"mde_pct", number(c.mde_pct)},
-          {"verdict", headline ? nlohmann::json(c.verdict) : nlohmann::json()}};
+          {"verdict", headline ? nlohmann::json(c.verdict) : nlohmann::json()},
+          {"verdict_reason",
+           headline && !c.verdict_reason.empty() ? nlohmann::json(c.verdict_reason) : nlohmann::json()}};
 }
 
 nlohmann::json metric_json(const MetricDiff& m) {

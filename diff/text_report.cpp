@@ -39,7 +39,9 @@ std::string paint(const std::string& text, bool colour) {
 std::string verdict_text(const Comparison& c, bool colour) {
   auto v = paint(c.verdict, colour);
   if (c.verdict == "inconclusive") v += fmt::format(" (MDE {:.1f}%)", c.mde_pct);
-  if (c.verdict == "too few runs") v += fmt::format(" (min p {:.3f})", c.min_p);
+  if (c.verdict == "too few runs") {
+    v += c.test == "mann-whitney/repetitions" ? " (one trial)" : fmt::format(" (min p {:.3f})", c.min_p);
+  }
   return v;
 }
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/histogram.hpp"
 #include "workloads/common/placement.hpp"
@@ -59,16 +60,8 @@ Options options_from(const ParamValues& p) {
           p.at("load").get<std::string>() == "kernbench"};
 }
 
-std::int64_t to_ns(const timespec& ts) {
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 timespec from_ns(std::int64_t ns) {
   return {static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
-}
-std::int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return to_ns(ts);
 }
 
 // On real hardware, leaving deep C-states dominates wakeup latency: a PM QoS request of 0 us,
@@ -112,14 +105,14 @@ struct ThreadStats {
 // Sleeps to absolute deadlines like cyclictest's clock_nanosleep mode: after an overrun, the
 // next deadline is the first one still in the future.
 void wake_loop(ThreadStats& s, std::int64_t period_ns, std::int64_t end_ns) {
-  std::int64_t next = now_ns() + period_ns;
+  std::int64_t next = monotonic_ns() + period_ns;
   while (next <= end_ns) {
     const timespec deadline = from_ns(next);
     int rc;
     while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr)) == EINTR) {
     }
     if (rc != 0) throw SystemError("clock_nanosleep", rc);  // it returns the error, not errno
-    const std::int64_t now = now_ns();
+    const std::int64_t now = monotonic_ns();
     s.histogram.add(now - next);
     ++s.wakeups;
     next += period_ns;
@@ -257,7 +250,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
       while (!stop_hogs.load(std::memory_order_relaxed)) spins = spins + 1;
     });
   }
-  end_ns = now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);
+  end_ns = monotonic_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);
   ready.arrive_and_wait();
   for (std::size_t i = 0; i < stats.size(); ++i) threads[i].join();
   stop_hogs = true;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "workloads/common/placement.hpp"
@@ -36,12 +37,6 @@ Options options_from(const ParamValues& p) {
           p.at("duration_s").get<double>(),
           parse_placement(p.at("placement").get<std::string>()),
           parse_policy(p.at("policy").get<std::string>())};
-}
-
-std::int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
 // se.nr_migrations of the calling thread; -1 where the kernel has no /proc/<tid>/sched.
@@ -159,10 +154,10 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
         getrusage(RUSAGE_THREAD, &r0);
         const long long m0 = thread_migrations();
         const long long n = o.yields;
-        s.start_ns = now_ns();
+        s.start_ns = monotonic_ns();
         long long k = 0;
         for (; k < n && !stop_yielding.load(std::memory_order_relaxed); ++k) syscall(SYS_sched_yield);
-        s.end_ns = now_ns();
+        s.end_ns = monotonic_ns();
         getrusage(RUSAGE_THREAD, &r1);
         const long long m1 = thread_migrations();
         s.yields = k;
