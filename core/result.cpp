@@ -36,7 +36,7 @@ json to_json(const Repetition& r) {
   json j{{"index", r.index},           {"warmup", r.warmup}, {"started_at", r.started_at},
          {"duration_s", r.duration_s}, {"status", r.status}, {"metrics", metrics},
          {"counters", counters},       {"rusage", r.rusage}, {"isolation", r.isolation},
-         {"details", r.details}};
+         {"details", r.details},       {"system", r.system}};
   if (!r.reason.empty()) j["reason"] = r.reason;
   return j;
 }
@@ -108,6 +108,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.rusage = optional_object(c, "rusage");
   r.isolation = optional_object(c, "isolation");
   r.details = optional_object(c, "details");
+  r.system = optional_object(c, "system");
   return r;
 }
 

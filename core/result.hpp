@@ -54,6 +54,7 @@ struct Repetition {
   nlohmann::json rusage = nlohmann::json::object();     // of the repetition's whole process tree
   nlohmann::json isolation = nlohmann::json::object();  // cgroup leaf or process group, cpu.stat
   nlohmann::json details = nlohmann::json::object();    // workload-specific extras
+  nlohmann::json system = nlohmann::json::object();     // per-CPU /proc deltas (SystemStatsSource)
 
   bool ok() const { return status == status::kOk; }
 };

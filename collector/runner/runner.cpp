@@ -9,6 +9,7 @@
 #include <set>
 
 #include "collector/perf/perf_source.hpp"
+#include "collector/sysstats/system_stats_source.hpp"
 #include "collector/runner/interrupt.hpp"
 #include "collector/runner/repetition.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
@@ -204,6 +205,7 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         req.context = &run.context();
         if (plan.counters)
           req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
+        req.sources.push_back(std::make_unique<SystemStatsSource>());
         req.timeout_s = plan.timeout_s;
         req.isolation = plan.isolation;
         req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);

@@ -1,0 +1,167 @@
+// The system-wide /proc source on real captures (tests/fixtures/vm-6.18-sysstats: before and after
+// one yield run on the development VM), on broken copies of them, and live through `schedlab run`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+#include "collector/sysstats/proc_tables.hpp"
+#include "collector/sysstats/system_stats_source.hpp"
+#include "core/error.hpp"
+#include "test_util.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
+const fs::path kCaptures = fs::path(SCHEDLAB_FIXTURES_DIR) / "vm-6.18-sysstats";
+
+std::string capture(const std::string& when, const std::string& file) {
+  return slurp(kCaptures / when / "proc" / file);
+}
+
+// The message of the InputError `parse` throws on `text`, or "" when it throws none.
+template <typename Parse>
+std::string error_of(Parse parse, const std::string& text) {
+  try {
+    parse(text, "/proc/x");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replace_line(std::string text, const std::string& prefix, const std::string& line) {
+  auto at = text.find(prefix);
+  return text.replace(at, text.find('\n', at) - at, line);
+}
+
+TEST(ProcTables, ParseTheRealStat) {
+  auto s = parse_proc_stat(capture("before", "stat"), "stat");
+  ASSERT_EQ(s.cpus.size(), 2u);
+  const std::array<std::uint64_t, 10> cpu0 = {837569, 17949, 166599, 2206734, 830, 0, 110, 4606, 0, 0};
+  EXPECT_EQ(s.cpus.at(0), cpu0);
+  EXPECT_EQ(s.cpus.at(1)[kSteal], 4811u);
+  EXPECT_EQ(s.context_switches, 257514454u);
+  EXPECT_EQ(s.forks, 196984u);
+}
+
+TEST(ProcTables, ParseTheRealInterruptsAndSoftirqs) {
+  auto irq = parse_per_cpu_table(capture("before", "interrupts"), "interrupts");
+  EXPECT_EQ(irq.cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(irq.rows.at("RES"), (std::vector<std::uint64_t>{157128, 114363}));
+  EXPECT_EQ(irq.rows.at("TLB"), (std::vector<std::uint64_t>{52706, 42711}));
+  EXPECT_EQ(irq.rows.at("24"), (std::vector<std::uint64_t>{1, 0}));  // counts stop before the description
+  EXPECT_EQ(irq.rows.count("ERR"), 0u);                              // one system-wide count: left out
+  auto soft = parse_per_cpu_table(capture("before", "softirqs"), "softirqs");
+  EXPECT_EQ(soft.rows.at("SCHED"), (std::vector<std::uint64_t>{827947, 857109}));
+}
+
+TEST(ProcTables, BrokenCopiesNameTheFileAndLine) {
+  auto stat = capture("before", "stat");
+  EXPECT_EQ(error_of(parse_proc_stat, replace_line(stat, "cpu0 ", "cpu0 837569 17949")),
+            "/proc/x:2: cpu0 has 2 fields");
+  EXPECT_EQ(error_of(parse_proc_stat, replace_line(stat, "cpu1 ", "cpu1 825239 x 1 2 3")),
+            "/proc/x:3: cpu1 field 2 is 'x', not a count");
+  EXPECT_NE(error_of(parse_proc_stat, "intr 1 2 3\n").find("no cpuN lines"), std::string::npos);
+  auto irq = capture("before", "interrupts");
+  EXPECT_NE(error_of(parse_per_cpu_table, replace_line(irq, "RES:", "RES:     157128"))
+                .find("RES has 1 counts for 2 CPUs"),
+            std::string::npos);
+  EXPECT_NE(error_of(parse_per_cpu_table, replace_line(irq, "           CPU0", "           CPU0 CPUx"))
+                .find(":1: header"),
+            std::string::npos);
+  EXPECT_NE(error_of(parse_per_cpu_table, "").find("empty"), std::string::npos);
+  EXPECT_EQ(error_of(parse_per_cpu_table, irq), "");
+}
+
+class SystemStats : public ::testing::Test {
+ protected:
+  void install(const std::string& when) {
+    fs::create_directories(root_.path() / "proc");
+    for (const char* f : {"stat", "interrupts", "softirqs"})
+      spit(root_.path() / "proc" / f, capture(when, f));
+  }
+  Repetition collect_between(const std::string& first, const std::string& second) {
+    SystemStatsSource source(HostPaths::under(root_.path()));
+    install(first);
+    source.enable();
+    install(second);
+    Repetition rep;
+    source.collect(rep);
+    return rep;
+  }
+  TempDir root_;
+};
+
+TEST_F(SystemStats, DeltasOfTheRealCapturesAroundAYieldRun) {
+  auto rep = collect_between("before", "after");
+  const double tick = 1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  auto value = [&](const std::string& name) {
+    const auto& c = rep.counters.at(name);
+    EXPECT_EQ(c.status, status::kOk) << name << ": " << c.reason;
+    EXPECT_EQ(c.scope, "system");
+    return c.value;
+  };
+  EXPECT_DOUBLE_EQ(value("system.system_s"),
+                   (1 + 31) * tick);  // cpu0 166599 -> 166600, cpu1 127759 -> 127790
+  EXPECT_DOUBLE_EQ(value("system.user_s"), (1 + 3) * tick);
+  EXPECT_DOUBLE_EQ(value("system.steal_s"), 0.0);
+  EXPECT_DOUBLE_EQ(value("system.context_switches"), 257514611.0 - 257514454.0);
+  EXPECT_DOUBLE_EQ(value("system.forks"), 9.0);
+  EXPECT_DOUBLE_EQ(value("system.resched_ipis"), 0 + 5);
+  EXPECT_DOUBLE_EQ(value("system.function_call_ipis"), 25 + 8);
+  EXPECT_DOUBLE_EQ(value("system.tlb_shootdowns"), 2 + 4);
+  EXPECT_DOUBLE_EQ(value("system.sched_softirqs"), 46 + 14);
+  EXPECT_EQ(rep.counters.count("system.guest_s"), 0u) << "guest time is inside user time";
+  EXPECT_DOUBLE_EQ(rep.system["per_cpu"]["1"]["resched_ipis"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(rep.system["per_cpu"]["1"]["system_s"].get<double>(), 31 * tick);
+}
+
+TEST_F(SystemStats, ACounterGoingBackwardsHasNoDelta) {
+  auto rep = collect_between("after", "before");
+  const auto& c = rep.counters.at("system.context_switches");
+  EXPECT_EQ(c.status, status::kUnsupported);
+  EXPECT_NE(c.reason.find("backwards"), std::string::npos);
+}
+
+TEST_F(SystemStats, MissingFilesAreUnsupportedWithTheirErrno) {
+  SystemStatsSource source(HostPaths::under(root_.path()));  // an empty root: no /proc files at all
+  source.enable();
+  Repetition rep;
+  source.collect(rep);
+  for (const char* name : {"system.steal_s", "system.resched_ipis", "system.sched_softirqs"}) {
+    const auto& c = rep.counters.at(name);
+    EXPECT_EQ(c.status, status::kUnsupported) << name;
+    EXPECT_EQ(c.error_number, ENOENT) << name;
+    EXPECT_NE(c.reason.find("cannot read"), std::string::npos) << c.reason;
+  }
+}
+
+TEST(SystemStatsLive, EveryRepetitionOfARunCarriesThem) {
+  TempDir out;
+  auto o = testing::schedlab(
+      "run --workload yield --param yield.yields=20000 --repetitions 1 --no-counters "
+      "--settle-timeout 1 --out " +
+      out.path().string());
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto files = testing::files_in(out.path());
+  ASSERT_EQ(files.size(), 1u);
+  auto rep = nlohmann::json::parse(slurp(files[0]))["instances"][0]["repetitions"][0];
+  const auto& c = rep["counters"]["system.context_switches"];
+  EXPECT_EQ(c["status"], "ok") << c.dump();
+  EXPECT_GT(c["value"].get<double>(), 0);
+  EXPECT_EQ(rep["system"]["per_cpu"].size(), static_cast<std::size_t>(::sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+}  // namespace
+}  // namespace schedlab
