@@ -9,10 +9,10 @@
 #include <set>
 
 #include "collector/perf/perf_source.hpp"
-#include "collector/sysstats/system_stats_source.hpp"
 #include "collector/runner/interrupt.hpp"
 #include "collector/runner/repetition.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
+#include "collector/sysstats/system_stats_source.hpp"
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
