@@ -11,6 +11,8 @@
 
 #include "cli_util.hpp"
 #include "collector/sysstats/proc_tables.hpp"
+#include "collector/sysstats/schedstat.hpp"
+#include "collector/sysstats/schedstat_source.hpp"
 #include "collector/sysstats/system_stats_source.hpp"
 #include "core/error.hpp"
 #include "test_util.hpp"
@@ -147,6 +149,98 @@ TEST_F(SystemStats, MissingFilesAreUnsupportedWithTheirErrno) {
   }
 }
 
+const fs::path kProbe = fs::path(SCHEDLAB_FIXTURES_DIR) / "qemu-probe-schedstat";
+
+TEST(Schedstat, Version15OfDebian61) {
+  auto s = parse_schedstat(slurp(kProbe / "schedstat-6.1.0-50-amd64"), "6.1");
+  EXPECT_EQ(s.version, 15);
+  EXPECT_EQ(s.timestamp, 4294894653u);
+  ASSERT_EQ(s.cpus.size(), 2u);
+  EXPECT_EQ(s.cpus[0].fields.at("rq_cpu_time_ns"), 2477554489u);
+  EXPECT_EQ(s.cpus[0].fields.at("run_delay_ns"), 384952569u);
+  EXPECT_EQ(s.cpus[1].fields.at("pcount"), 1114u);
+  EXPECT_EQ(s.cpus[0].fields.count("legacy_expired"), 0u);
+  ASSERT_EQ(s.cpus[1].domains.size(), 1u);
+  const auto& d = s.cpus[1].domains[0];
+  EXPECT_EQ(d.cpumask, "3");
+  EXPECT_EQ(d.name, "");
+  EXPECT_EQ(d.fields.size(), 3u * 8 + 6);  // per idle type 8 balance counters; alb and ttwu 3 each
+  EXPECT_EQ(d.fields.count("idle.lb_imbalance"), 1u);
+  EXPECT_EQ(d.fields.count("sbe_count"), 0u);  // never counted by any kernel
+}
+
+TEST(Schedstat, Version16OfDebian612AndTheRtKernel) {
+  auto s = parse_schedstat(slurp(kProbe / "schedstat-6.12.100+deb12-amd64"), "6.12");
+  EXPECT_EQ(s.version, 16);
+  EXPECT_EQ(s.cpus[1].fields.at("run_delay_ns"), 1644959124u);
+  EXPECT_EQ(s.cpus[1].domains.at(0).fields.size(), 3u * 8 + 6);
+  auto rt = parse_schedstat(slurp(kProbe / "schedstat-6.1.0-50-rt-amd64"), "6.1-rt");
+  EXPECT_EQ(rt.version, 15);
+  EXPECT_EQ(rt.cpus[0].fields.at("pcount"), 4509u);
+}
+
+TEST(Schedstat, BrokenCopiesNameTheLine) {
+  auto text = slurp(kProbe / "schedstat-6.1.0-50-amd64");
+  EXPECT_EQ(error_of(parse_schedstat, replace_line(text, "domain0", "domain0 3 0 0")),
+            "/proc/x:4: domain0 has 2 fields, version 15 prints 36");
+  EXPECT_EQ(error_of(parse_schedstat, replace_line(text, "version", "version 14")),
+            "/proc/x:1: schedstat version 14 is not supported (15, 16 and 17 are)");
+  EXPECT_EQ(error_of(parse_schedstat, replace_line(text, "cpu1", "cpu1 0 0 0 0 0 0 x 1 2")),
+            "/proc/x:5: cpu1 rq_cpu_time_ns is 'x', not a count");
+  EXPECT_EQ(error_of(parse_schedstat, "version 15\ndomain0 3\n"), "/proc/x:2: domain0 before any cpu line");
+  EXPECT_NE(error_of(parse_schedstat, "").find("empty"), std::string::npos);
+}
+
+TEST(Schedstat, ADeltaOfAReadingWithItselfIsZeroAndMismatchesAreRefused) {
+  auto s = parse_schedstat(slurp(kProbe / "schedstat-6.1.0-50-amd64"), "6.1");
+  auto d = schedstat_delta(s, s);
+  EXPECT_EQ(d.cpus[0].fields.at("rq_cpu_time_ns"), 0u);
+  EXPECT_EQ(d.cpus[1].domains[0].fields.at("busy.lb_count"), 0u);
+  auto other = parse_schedstat(slurp(kProbe / "schedstat-6.12.100+deb12-amd64"), "6.12");
+  EXPECT_THROW(schedstat_delta(s, other), InputError);  // versions differ
+  auto rt = parse_schedstat(slurp(kProbe / "schedstat-6.1.0-50-rt-amd64"), "rt");
+  EXPECT_THROW(schedstat_delta(rt, s), InputError);  // cpu0 run time went down: not one kernel's readings
+}
+
+TEST(SchedstatSourceTest, AbsentFileIsUnsupportedWithItsErrno) {
+  TempDir root;  // no proc/schedstat, as on a kernel without CONFIG_SCHEDSTATS (this VM's)
+  SchedstatSource source(HostPaths::under(root.path()));
+  source.enable();
+  Repetition rep;
+  source.collect(rep);
+  const auto& c = rep.counters.at("schedstat.sched_count");
+  EXPECT_EQ(c.status, status::kUnsupported);
+  EXPECT_EQ(c.error_number, ENOENT);
+  EXPECT_EQ(rep.counters.at("schedstat.lb_count").status, status::kUnsupported);
+  EXPECT_NE(rep.system["schedstat"]["unsupported"].get<std::string>().find("cannot read"), std::string::npos);
+}
+
+TEST(SchedstatSourceTest, DeltasBetweenTwoReadings) {
+  TempDir root;
+  fs::create_directories(root.path() / "proc");
+  spit(root.path() / "proc" / "schedstat", slurp(kProbe / "schedstat-6.1.0-50-amd64"));
+  SchedstatSource source(HostPaths::under(root.path()));
+  source.enable();
+  Repetition rep;
+  source.collect(rep);  // the same reading twice: every delta is zero, and every counter is there
+  for (const char* name : {"schedstat.yld_count", "schedstat.run_delay_s", "schedstat.pcount",
+                           "schedstat.lb_count", "schedstat.ttwu_wake_remote"}) {
+    const auto& c = rep.counters.at(name);
+    EXPECT_EQ(c.status, status::kOk) << name << ": " << c.reason;
+    EXPECT_EQ(c.value, 0.0) << name;
+    EXPECT_EQ(c.scope, "system");
+  }
+  EXPECT_EQ(rep.counters.at("schedstat.run_delay_s").unit, "s");
+  EXPECT_EQ(rep.system["schedstat"]["version"], 15);
+  EXPECT_EQ(rep.system["schedstat"]["cpus"]["1"]["domains"][0]["cpumask"], "3");
+
+  // A reading of another kernel in between is refused as a delta, with the reason.
+  spit(root.path() / "proc" / "schedstat", slurp(kProbe / "schedstat-6.12.100+deb12-amd64"));
+  source.collect(rep);
+  EXPECT_EQ(rep.counters.at("schedstat.sched_count").status, status::kUnsupported);
+  EXPECT_NE(rep.counters.at("schedstat.sched_count").reason.find("differ"), std::string::npos);
+}
+
 TEST(SystemStatsLive, EveryRepetitionOfARunCarriesThem) {
   TempDir out;
   auto o = testing::schedlab(
@@ -161,6 +255,14 @@ TEST(SystemStatsLive, EveryRepetitionOfARunCarriesThem) {
   EXPECT_EQ(c["status"], "ok") << c.dump();
   EXPECT_GT(c["value"].get<double>(), 0);
   EXPECT_EQ(rep["system"]["per_cpu"].size(), static_cast<std::size_t>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  // schedstat: counted where the kernel has the file, else unsupported with ENOENT (this VM).
+  const auto& sched = rep["counters"]["schedstat.sched_count"];
+  if (fs::exists("/proc/schedstat")) {
+    EXPECT_EQ(sched["status"], "ok") << sched.dump();
+  } else {
+    EXPECT_EQ(sched["status"], "unsupported") << sched.dump();
+    EXPECT_EQ(sched["errno"], ENOENT) << sched.dump();
+  }
 }
 
 }  // namespace

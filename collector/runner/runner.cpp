@@ -12,6 +12,7 @@
 #include "collector/runner/interrupt.hpp"
 #include "collector/runner/repetition.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
+#include "collector/sysstats/schedstat_source.hpp"
 #include "collector/sysstats/system_stats_source.hpp"
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
@@ -206,6 +207,7 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         if (plan.counters)
           req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
         req.sources.push_back(std::make_unique<SystemStatsSource>());
+        req.sources.push_back(std::make_unique<SchedstatSource>());
         req.timeout_s = plan.timeout_s;
         req.isolation = plan.isolation;
         req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);

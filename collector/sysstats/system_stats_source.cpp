@@ -2,37 +2,12 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
-#include "core/error.hpp"
+#include "collector/sysstats/proc_reading.hpp"
 
 namespace schedlab {
 namespace {
-
-template <typename T, typename Parse>
-SystemStatsSource::Reading<T> read_table(const std::filesystem::path& path, Parse parse) {
-  SystemStatsSource::Reading<T> r;
-  errno = 0;
-  std::ifstream in(path);
-  if (!in) {
-    r.error_number = errno != 0 ? errno : ENOENT;
-    r.reason = fmt::format("cannot read {}: {}", path.string(), std::strerror(r.error_number));
-    return r;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    r.value = parse(text.str(), path.string());
-  } catch (const InputError& e) {
-    r.reason = e.what();
-  }
-  return r;
-}
 
 // A later reading below an earlier one (a counter reset, a CPU gone offline and back) has no delta.
 std::optional<std::uint64_t> delta(std::uint64_t before, std::uint64_t after) {
@@ -41,24 +16,8 @@ std::optional<std::uint64_t> delta(std::uint64_t before, std::uint64_t after) {
 }
 
 void put(Repetition& rep, const std::string& name, const std::string& unit, std::optional<double> value,
-         const std::string& reason, int error_number) {
-  CounterReading c;
-  c.unit = unit;
-  c.scope = "system";
-  if (value) {
-    c.value = *value;
-  } else {
-    c.status = status::kUnsupported;
-    c.error_number = error_number;
-    c.reason = reason.empty() ? "the counter went backwards (reset, or a CPU came back online)" : reason;
-  }
-  rep.counters[name] = c;
-}
-
-template <typename T>
-std::string why(const SystemStatsSource::Reading<T>& a, const SystemStatsSource::Reading<T>& b, int& err) {
-  err = a.value ? b.error_number : a.error_number;
-  return a.value ? b.reason : a.reason;
+         const std::pair<std::string, int>& why) {
+  rep.counters[name] = system_counter(unit, value, why);
 }
 
 }  // namespace
@@ -67,9 +26,9 @@ SystemStatsSource::SystemStatsSource(HostPaths paths)
     : paths_(std::move(paths)), ticks_per_s_(::sysconf(_SC_CLK_TCK)) {}
 
 SystemStatsSource::Snapshot SystemStatsSource::take() const {
-  return {read_table<ProcStat>(paths_.proc / "stat", parse_proc_stat),
-          read_table<PerCpuTable>(paths_.proc / "interrupts", parse_per_cpu_table),
-          read_table<PerCpuTable>(paths_.proc / "softirqs", parse_per_cpu_table)};
+  return {read_proc<ProcStat>(paths_.proc / "stat", parse_proc_stat),
+          read_proc<PerCpuTable>(paths_.proc / "interrupts", parse_per_cpu_table),
+          read_proc<PerCpuTable>(paths_.proc / "softirqs", parse_per_cpu_table)};
 }
 
 void SystemStatsSource::enable() {
@@ -82,8 +41,7 @@ void SystemStatsSource::collect(Repetition& rep) {
   const double tick_s = 1.0 / static_cast<double>(ticks_per_s_);
 
   // /proc/stat: seconds per CPU-time class, summed over CPUs; context switches and forks.
-  int err = 0;
-  auto stat_reason = why(before_.stat, after.stat, err);
+  const auto stat_why = why_not(before_.stat, after.stat);
   const bool have_stat = before_.stat.value && after.stat.value;
   for (std::size_t f = 0; f < kCpuTimeNames.size(); ++f) {
     if (f == kGuest || f == kGuestNice) continue;  // already inside user and nice
@@ -101,29 +59,28 @@ void SystemStatsSource::collect(Repetition& rep) {
         per_cpu[std::to_string(cpu)][std::string(kCpuTimeNames[f]) + "_s"] = static_cast<double>(*d) * tick_s;
       }
     }
-    put(rep, fmt::format("system.{}_s", kCpuTimeNames[f]), "s", total, stat_reason, err);
+    put(rep, fmt::format("system.{}_s", kCpuTimeNames[f]), "s", total, stat_why);
   }
   auto stat_count = [&](std::uint64_t ProcStat::*field) -> std::optional<double> {
     if (!have_stat) return std::nullopt;
     auto d = delta((*before_.stat.value).*field, (*after.stat.value).*field);
     return d ? std::optional<double>(static_cast<double>(*d)) : std::nullopt;
   };
-  put(rep, "system.context_switches", "count", stat_count(&ProcStat::context_switches), stat_reason, err);
-  put(rep, "system.forks", "count", stat_count(&ProcStat::forks), stat_reason, err);
+  put(rep, "system.context_switches", "count", stat_count(&ProcStat::context_switches), stat_why);
+  put(rep, "system.forks", "count", stat_count(&ProcStat::forks), stat_why);
 
   // Per-CPU event tables: the rows the scheduler reports of the 2000s read.
-  auto table_rows = [&](const Reading<PerCpuTable>& b, const Reading<PerCpuTable>& a,
+  auto table_rows = [&](const ProcReading<PerCpuTable>& b, const ProcReading<PerCpuTable>& a,
                         std::initializer_list<std::pair<const char*, const char*>> rows) {
-    int table_err = 0;
-    auto reason = why(b, a, table_err);
+    const auto why = why_not(b, a);
     for (const auto& [row, counter] : rows) {
       std::optional<double> total;
-      std::string row_reason = reason;
+      auto row_why = why;
       if (b.value && a.value) {
         auto bi = b.value->rows.find(row);
         auto ai = a.value->rows.find(row);
         if (bi == b.value->rows.end() || ai == a.value->rows.end() || b.value->cpus != a.value->cpus) {
-          row_reason = fmt::format("no {} row in both readings of this kernel's table", row);
+          row_why.first = fmt::format("no {} row in both readings of this kernel's table", row);
         } else {
           total = 0.0;
           for (std::size_t i = 0; i < a.value->cpus.size(); ++i) {
@@ -137,7 +94,7 @@ void SystemStatsSource::collect(Repetition& rep) {
           }
         }
       }
-      put(rep, std::string("system.") + counter, "count", total, row_reason, table_err);
+      put(rep, std::string("system.") + counter, "count", total, row_why);
     }
   };
   table_rows(before_.interrupts, after.interrupts,

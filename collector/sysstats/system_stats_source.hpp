@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collector/source.hpp"
+#include "collector/sysstats/proc_reading.hpp"
 #include "collector/sysstats/proc_tables.hpp"
 #include "core/host_paths.hpp"
 
@@ -23,16 +24,9 @@ class SystemStatsSource : public Source {
   void enable() override;
   void collect(Repetition& rep) override;
 
-  // One file's parsed content, or why there is none.
-  template <typename T>
-  struct Reading {
-    std::optional<T> value;
-    int error_number = 0;
-    std::string reason;
-  };
   struct Snapshot {
-    Reading<ProcStat> stat;
-    Reading<PerCpuTable> interrupts, softirqs;
+    ProcReading<ProcStat> stat;
+    ProcReading<PerCpuTable> interrupts, softirqs;
   };
 
  private:
