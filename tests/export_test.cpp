@@ -393,7 +393,7 @@ TEST(GbenchExport, GoogleBenchmarkRunsAreExportedAsGoogleBenchmarkWroteThem) {
   for (auto& r : in.repetitions) {
     if (!r.ok()) continue;
     json run = json::parse(kRealGbenchEntries)[0];
-    run["name"] = run["run_name"] = "pipe:same-cpu/min_time:0.500/real_time";
+    run["name"] = run["run_name"] = "pipe:same-cpu/min_time:0.500/repeats:1/real_time";
     run["real_time"] = run["cpu_time"] = 10.0 * (r.index + 1);
     run["time_unit"] = "ns";
     run["iterations"] = 1000 + r.index;
@@ -403,7 +403,7 @@ TEST(GbenchExport, GoogleBenchmarkRunsAreExportedAsGoogleBenchmarkWroteThem) {
     r.counters["perf::CONTEXT-SWITCHES/op"] = counter(2);
   }
   const auto out = gbench_json(b);
-  const auto reps = entries_named(out, "pipe:same-cpu/min_time:0.500/real_time");
+  const auto reps = entries_named(out, "pipe:same-cpu/min_time:0.500/repeats:1/real_time");
   ASSERT_EQ(reps.size(), 3U) << out.dump(1);
   EXPECT_EQ(reps[1].at("repetition_index"), 2);
   EXPECT_EQ(reps[1].at("repetitions"), 4);
@@ -414,7 +414,7 @@ TEST(GbenchExport, GoogleBenchmarkRunsAreExportedAsGoogleBenchmarkWroteThem) {
   EXPECT_EQ(reps[1].at("operations"), 3000.0);
   EXPECT_EQ(reps[1].at("family_index"), 0);
   EXPECT_TRUE(entries_named(out, "yield/ns_per_yield").empty()) << "exported twice";
-  const auto mean = entries_named(out, "pipe:same-cpu/min_time:0.500/real_time_mean");
+  const auto mean = entries_named(out, "pipe:same-cpu/min_time:0.500/repeats:1/real_time_mean");
   ASSERT_EQ(mean.size(), 1U);
   EXPECT_DOUBLE_EQ(mean[0].at("real_time").get<double>(), (10.0 + 30 + 40) / 3);
   EXPECT_EQ(entries_named(out, "wakeup/latency_p99_us").at(0).at("family_index"), 1);

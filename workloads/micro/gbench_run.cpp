@@ -27,6 +27,8 @@ GbenchOutcome run_gbench(const GbenchRequest& req) {
   // Wall time decides the iteration count: several primitives sleep, and the benchmark thread's
   // CPU time would then be far below the wall time it takes. Minimum time and iterations are set
   // here, not by flags: Debian's 1.7.1 takes --benchmark_min_time as a plain number only.
+  // Repetitions(1) guards against BENCHMARK_REPETITIONS in the environment (the runner repeats,
+  // not Google Benchmark); it puts "repeats:1" into the name.
   b->UseRealTime()->Unit(benchmark::kNanosecond)->Repetitions(1);
   if (req.iterations > 0)
     b->Iterations(req.iterations);
