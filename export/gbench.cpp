@@ -199,6 +199,68 @@ bool export_instance(const Instance& in, int family_index, json& benchmarks, Dro
   return !metrics.empty();
 }
 
+// Google Benchmark's own run of a repetition ("details.gbench", as its JSON reporter wrote it),
+// the first entry: the measured run. Null when the repetition did not run under it.
+const json* gbench_run(const Repetition& r) {
+  auto it = r.details.find("gbench");
+  if (it == r.details.end() || !it->is_object()) return nullptr;
+  auto b = it->find("benchmarks");
+  if (b == it->end() || !b->is_array() || b->size() != 1 || !b->at(0).is_object()) return nullptr;
+  const auto& e = b->at(0);
+  const bool usable = e.value("run_type", "") == "iteration" && e.contains("name") && e["name"].is_string() &&
+                      e.contains("real_time") && e["real_time"].is_number() && e.contains("time_unit");
+  return usable ? &e : nullptr;
+}
+
+// An instance that ran under Google Benchmark is exported as Google Benchmark wrote it: per ok
+// repetition its entry (name, iterations, real and CPU time, time unit, its own counters),
+// numbered as the runner's repetitions, with the repetition's metrics and counters added as
+// user counters where the entry has no such key; then the aggregates. False when no ok
+// repetition carries such a run (the instance is then exported from its metrics).
+bool export_gbench_instance(const Instance& in, int family_index, json& benchmarks, Dropped& dropped) {
+  std::vector<Family> families;
+  json failed = json::array();
+  for (const auto& r : in.repetitions) {
+    if (r.warmup) continue;
+    if (!r.ok()) {
+      failed.push_back({{"instance", in.id}, {"index", r.index}, {"status", r.status}, {"reason", r.reason}});
+      continue;
+    }
+    const json* run = gbench_run(r);
+    if (!run) continue;
+    const auto name = run->at("name").get<std::string>();
+    auto f = std::find_if(families.begin(), families.end(), [&](const Family& x) { return x.name == name; });
+    if (f == families.end()) {
+      Family nf;
+      nf.name = name;
+      nf.unit = run->at("time_unit").get<std::string>();
+      nf.common = {{"family_index", family_index},
+                   {"per_family_instance_index", static_cast<int>(families.size())},
+                   {"run_name", run->value("run_name", name)},
+                   {"repetitions", in.repetitions.size()},
+                   {"threads", run->value("threads", 1)},
+                   {"time_unit", nf.unit}};
+      families.push_back(std::move(nf));
+      f = families.end() - 1;
+    }
+    json e = *run;
+    for (const auto& [key, v] : f->common.items()) e[key] = v;
+    e["repetition_index"] = r.index;
+    const json extra = user_counters(in, r, dropped);  // a named value: items() refers to it
+    for (const auto& [key, v] : extra.items())
+      if (!e.contains(key)) e[key] = v;
+    for (const auto& [key, v] : e.items())
+      if (!reserved(key) && v.is_number() && key != "real_time" && key != "cpu_time")
+        f->counters[key].push_back(v.get<double>());
+    f->values.push_back(e.at("real_time").get<double>());
+    benchmarks.push_back(std::move(e));
+  }
+  for (const auto& f : families) add_aggregates(f, benchmarks);
+  if (families.empty()) return false;
+  for (auto& e : failed) dropped.repetitions.push_back(std::move(e));
+  return true;
+}
+
 // Google Benchmark reports scaling enabled when the governor is not "performance"; unknown
 // counts as not enabled, as it does there.
 bool cpu_scaling_enabled(const json& environment) {
@@ -257,7 +319,9 @@ json gbench_json(const Bundle& bundle, const std::string& source) {
   Dropped dropped;
   int family_index = 0;
   for (const auto& in : bundle.instances)
-    if (export_instance(in, family_index, benchmarks, dropped)) ++family_index;
+    if (export_gbench_instance(in, family_index, benchmarks, dropped) ||
+        export_instance(in, family_index, benchmarks, dropped))
+      ++family_index;
   if (benchmarks.empty())
     throw InputError(
         source + ": nothing to export in Google Benchmark's format: no ok timed repetition has " +

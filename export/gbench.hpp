@@ -35,6 +35,13 @@
 //   context.schedlab_dropped_repetitions as {instance, index, status, reason}); counters that
 //   are not ok (they carry no value); non-finite values (listed in
 //   context.schedlab_dropped_values as {instance, index, name, reason}).
+// - An instance whose repetitions ran under Google Benchmark (the micro workload keeps the JSON
+//   its reporter wrote in a repetition's details.gbench) is exported as Google Benchmark wrote
+//   it instead: per ok repetition its own entry (its name, e.g. "pipe:same-cpu/min_time:0.500/
+//   real_time", its iterations, real_time, cpu_time, time_unit and its counters), with
+//   family_index, per_family_instance_index, repetitions and repetition_index as above, and the
+//   repetition's non-duration metrics and ok counters (including the runner's "EVENT/op") added
+//   as user counters where the entry has no key of that name; then the aggregates as above.
 //
 // context: date (the bundle's started_at), host_name, executable "schedlab", num_cpus (online
 // CPUs), mhz_per_cpu 0 (bundles record no clock frequency), cpu_scaling_enabled (true only when

@@ -385,6 +385,43 @@ TEST(GbenchExport, ABundleWithNothingToExportIsAnInputErrorNamingIt) {
   EXPECT_THROW(gbench_json(failed, "b.json"), InputError);
 }
 
+// A repetition that ran under Google Benchmark (the micro workload) keeps its JSON in
+// details.gbench; the export gives that entry back, renumbered as the runner's repetitions.
+TEST(GbenchExport, GoogleBenchmarkRunsAreExportedAsGoogleBenchmarkWroteThem) {
+  auto b = sample_bundle();
+  auto& in = b.instances[0];
+  for (auto& r : in.repetitions) {
+    if (!r.ok()) continue;
+    json run = json::parse(kRealGbenchEntries)[0];
+    run["name"] = run["run_name"] = "pipe:same-cpu/min_time:0.500/repeats:1/real_time";
+    run["real_time"] = run["cpu_time"] = 10.0 * (r.index + 1);
+    run["time_unit"] = "ns";
+    run["iterations"] = 1000 + r.index;
+    r.details["gbench"] = {{"context", {{"library_build_type", "debug"}}},
+                           {"benchmarks", json::array({run})}};
+    r.metrics["operations"] = {3000, "count"};
+    r.counters["perf::CONTEXT-SWITCHES/op"] = counter(2);
+  }
+  const auto out = gbench_json(b);
+  const auto reps = entries_named(out, "pipe:same-cpu/min_time:0.500/repeats:1/real_time");
+  ASSERT_EQ(reps.size(), 3U) << out.dump(1);
+  EXPECT_EQ(reps[1].at("repetition_index"), 2);
+  EXPECT_EQ(reps[1].at("repetitions"), 4);
+  EXPECT_EQ(reps[1].at("iterations"), 1002);  // Google Benchmark's, not 1
+  EXPECT_EQ(reps[1].at("real_time"), 30.0);
+  EXPECT_EQ(reps[1].at("foo"), 3.0);  // its own counter
+  EXPECT_EQ(reps[1].at("perf::CONTEXT-SWITCHES/op"), 2.0);
+  EXPECT_EQ(reps[1].at("operations"), 3000.0);
+  EXPECT_EQ(reps[1].at("family_index"), 0);
+  EXPECT_TRUE(entries_named(out, "yield/ns_per_yield").empty()) << "exported twice";
+  const auto mean = entries_named(out, "pipe:same-cpu/min_time:0.500/repeats:1/real_time_mean");
+  ASSERT_EQ(mean.size(), 1U);
+  EXPECT_DOUBLE_EQ(mean[0].at("real_time").get<double>(), (10.0 + 30 + 40) / 3);
+  EXPECT_EQ(entries_named(out, "wakeup/latency_p99_us").at(0).at("family_index"), 1);
+  // The failed repetition is still listed as dropped.
+  EXPECT_EQ(out.at("context").at("schedlab_dropped_repetitions").size(), 1U);
+}
+
 // The binary's answers: exit 2 for bad input, and nothing written or overwritten.
 class ExportCli : public ::testing::Test {
  protected:

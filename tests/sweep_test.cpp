@@ -31,5 +31,17 @@ TEST(Sweep, EmptyListIsBadInput) {
   EXPECT_THROW(expand_sweeps({{"yield", "yield", {{"threads", "[]"}}}}), InputError);
 }
 
+TEST(Sweep, AListDefaultSweepsUnlessTheParameterIsGiven) {
+  auto out = expand_sweeps(with_default_sweeps({{"micro", "micro", {}}}));
+  ASSERT_EQ(out.size(), 8u);  // micro.benchmarks: every primitive and placement of the default
+  EXPECT_EQ(out[0].id, "micro.benchmarks=yield");
+  EXPECT_EQ(out[1].params.at("benchmarks"), "pipe:same-cpu");
+  auto given = expand_sweeps(with_default_sweeps({{"micro", "micro", {{"benchmarks", "futex:same-cpu"}}}}));
+  ASSERT_EQ(given.size(), 1u);
+  EXPECT_EQ(given[0].id, "micro");
+  auto plain = with_default_sweeps({{"yield", "yield", {}}});  // no list default: nothing added
+  EXPECT_TRUE(plain.at(0).params.empty());
+}
+
 }  // namespace
 }  // namespace schedlab

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "workloads/kernbench/kernbench.hpp"
+#include "workloads/micro/micro.hpp"
 #include "workloads/wakeup/wakeup.hpp"
 #include "workloads/yield/yield.hpp"
 
@@ -12,6 +13,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"yield", [] { return std::make_unique<YieldWorkload>(); }},
       {"kernbench", [] { return std::make_unique<KernbenchWorkload>(); }},
       {"wakeup", [] { return std::make_unique<WakeupWorkload>(); }},
+      {"micro", [] { return std::make_unique<MicroWorkload>(); }},
   };
   return kTable;
 }

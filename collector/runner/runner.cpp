@@ -97,8 +97,20 @@ std::vector<InstancePlan> expand_sweeps(const std::vector<InstancePlan>& instanc
   return out;
 }
 
+std::vector<InstancePlan> with_default_sweeps(std::vector<InstancePlan> instances) {
+  for (auto& in : instances) {
+    const auto workload = make_workload(in.workload);
+    for (const auto& spec : workload->params()) {
+      if (in.params.count(spec.key) || !spec.default_value.is_string()) continue;
+      const auto& text = spec.default_value.get_ref<const std::string&>();
+      if (text.size() >= 2 && text.front() == '[' && text.back() == ']') in.params[spec.key] = text;
+    }
+  }
+  return instances;
+}
+
 PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan)), paths_(std::move(paths)) {
-  plan_.instances = expand_sweeps(plan_.instances);
+  plan_.instances = expand_sweeps(with_default_sweeps(std::move(plan_.instances)));
   if (plan_.instances.empty()) throw InputError("nothing to run: no workload instance");
   if (plan_.repetitions < 1) throw InputError("--repetitions must be at least 1");
   if (plan_.trials < 1) throw InputError("--trials must be at least 1");

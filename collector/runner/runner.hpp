@@ -78,4 +78,8 @@ std::vector<InstancePlan> quick_suite();
 // "kernbench.jobs=4"; several lists give their cartesian product. Throws InputError on "[]".
 std::vector<InstancePlan> expand_sweeps(const std::vector<InstancePlan>& instances);
 
+// A parameter whose default is a list (micro.benchmarks) sweeps when not given: the default is
+// filled in as if given, for expand_sweeps. Throws InputError for an unknown workload.
+std::vector<InstancePlan> with_default_sweeps(std::vector<InstancePlan> instances);
+
 }  // namespace schedlab
