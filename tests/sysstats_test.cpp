@@ -202,6 +202,50 @@ TEST(Schedstat, ADeltaOfAReadingWithItselfIsZeroAndMismatchesAreRefused) {
   EXPECT_THROW(schedstat_delta(rt, s), InputError);  // cpu0 run time went down: not one kernel's readings
 }
 
+// Debian's kernels under qemu with -smp 8 (2 sockets x 2 cores x 2 threads, two NUMA nodes), read
+// 1 s apart under load (tests/fixtures/debian-*-qemu-smp8/README.md).
+class EightCpuGuest : public ::testing::TestWithParam<std::pair<std::string, int>> {
+ protected:
+  fs::path dir() const { return fs::path(SCHEDLAB_FIXTURES_DIR) / GetParam().first / "proc"; }
+};
+
+TEST_P(EightCpuGuest, SchedstatHasThreeDomainLevelsAndRealDeltas) {
+  auto before = parse_schedstat(slurp(dir() / "schedstat"), "schedstat");
+  auto after = parse_schedstat(slurp(dir() / "schedstat.after-1s"), "schedstat.after-1s");
+  EXPECT_EQ(before.version, GetParam().second);
+  ASSERT_EQ(before.cpus.size(), 8u);
+  for (const auto& cpu : before.cpus) {
+    ASSERT_EQ(cpu.domains.size(), 3u) << "cpu" << cpu.cpu;
+    EXPECT_EQ(cpu.domains[2].cpumask, "ff");  // the NUMA level spans both nodes
+  }
+  EXPECT_EQ(before.cpus[0].domains[0].cpumask, "03");  // SMT siblings
+  EXPECT_EQ(before.cpus[0].domains[1].cpumask, "0f");  // one socket
+  auto d = schedstat_delta(before, after);
+  EXPECT_GT(d.timestamp, 0u);
+  std::uint64_t schedules = 0, balances = 0;
+  for (const auto& cpu : d.cpus) {
+    schedules += cpu.fields.at("sched_count");
+    for (const auto& dom : cpu.domains)
+      balances += dom.fields.at("busy.lb_count") + dom.fields.at("idle.lb_count");
+  }
+  EXPECT_GT(schedules, 0u) << "six busy loops ran across the second";
+  EXPECT_GT(balances, 0u);
+}
+
+TEST_P(EightCpuGuest, StatAndInterruptTablesParse) {
+  auto stat = parse_proc_stat(slurp(dir() / "stat"), "stat");
+  EXPECT_EQ(stat.cpus.size(), 8u);
+  auto irq = parse_per_cpu_table(slurp(dir() / "interrupts"), "interrupts");
+  EXPECT_EQ(irq.cpus.size(), 8u);
+  EXPECT_EQ(irq.rows.at("RES").size(), 8u);
+  auto soft = parse_per_cpu_table(slurp(dir() / "softirqs"), "softirqs");
+  EXPECT_EQ(soft.rows.at("SCHED").size(), 8u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Debian, EightCpuGuest,
+                         ::testing::Values(std::pair<std::string, int>{"debian-6.1-qemu-smp8", 15},
+                                           std::pair<std::string, int>{"debian-6.12-qemu-smp8", 16}));
+
 TEST(SchedstatSourceTest, AbsentFileIsUnsupportedWithItsErrno) {
   TempDir root;  // no proc/schedstat, as on a kernel without CONFIG_SCHEDSTATS (this VM's)
   SchedstatSource source(HostPaths::under(root.path()));
