@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,30 @@ inline std::vector<std::filesystem::path> files_in(const std::filesystem::path& 
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) out.push_back(e.path());
   return out;
+}
+
+// Google Benchmark's tools/compare.py as Debian ships it (libbenchmark-tools).
+inline const std::filesystem::path kComparePy = "/usr/share/benchmark/compare.py";
+
+struct ComparePy {
+  Outcome outcome;
+  std::map<std::string, int> rows;  // benchmark name -> comparison rows printed for it
+};
+
+// compare.py's `benchmarks` mode on two Google Benchmark JSON files, run by Debian's python3, whose
+// python3-scipy the package depends on (a python3 earlier on PATH, pyenv or a venv, may lack scipy).
+inline ComparePy run_compare_py(const std::string& a, const std::string& b) {
+  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  ComparePy r{sh(python + " " + kComparePy.string() + " --no-color benchmarks " + a + " " + b), {}};
+  // A row: name, time and CPU change, old and new time and CPU, e.g.
+  // "yield/ns_per_yield                 +0.0212         +0.0212           659           673 ..."
+  const std::regex row(R"(^(\S+)\s+[-+]\d+\.\d{4}\s+[-+]\d+\.\d{4}\s+\d+\s+\d+\s+\d+\s+\d+$)");
+  std::istringstream lines(r.outcome.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) ++r.rows[m[1]];
+  }
+  return r;
 }
 
 }  // namespace schedlab::testing

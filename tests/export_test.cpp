@@ -487,9 +487,8 @@ TEST_F(ExportCli, AnExistingOutputFileIsNeverOverwritten) {
 
 // The real consumer: Google Benchmark's tools/compare.py on two exported real runs.
 TEST(GbenchExportCompare, GoogleBenchmarksComparePyReadsTwoRealRuns) {
-  const fs::path compare = "/usr/share/benchmark/compare.py";
-  if (!fs::exists(compare))
-    GTEST_SKIP() << compare.string() << " is absent (Debian package libbenchmark-tools)";
+  if (!fs::exists(testing::kComparePy))
+    GTEST_SKIP() << testing::kComparePy.string() << " is absent (Debian package libbenchmark-tools)";
   TempDir dir;
   std::vector<std::string> exported;
   for (const std::string side : {"a", "b"}) {
@@ -506,22 +505,11 @@ TEST(GbenchExportCompare, GoogleBenchmarksComparePyReadsTwoRealRuns) {
     ASSERT_EQ(e.code, 0) << e.out;
     exported.push_back(json_file.string());
   }
-  // Debian's python3, whose python3-scipy the package depends on; a python3 earlier on PATH
-  // (pyenv, a venv) may lack scipy.
-  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  auto o = testing::sh(python + " " + compare.string() + " --no-color benchmarks " + exported[0] + " " +
-                       exported[1]);
+  auto compared = testing::run_compare_py(exported[0], exported[1]);
+  const auto& o = compared.outcome;
   ASSERT_EQ(o.code, 0) << o.out;
   std::cout << o.out;
-  // A row as compare.py prints it: name, time and CPU change, old and new time and CPU, e.g.
-  // "yield/ns_per_yield                 +0.0212         +0.0212           659           673 ..."
-  const std::regex row(R"(^(\S+)\s+[-+]\d+\.\d{4}\s+[-+]\d+\.\d{4}\s+\d+\s+\d+\s+\d+\s+\d+$)");
-  std::map<std::string, int> rows;
-  std::istringstream lines(o.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_match(line, m, row)) ++rows[m[1]];
-  }
+  auto& rows = compared.rows;
   EXPECT_EQ(rows["yield/ns_per_yield"], 3) << o.out;  // one row per repetition
   EXPECT_EQ(rows["yield/ns_per_yield_mean"], 1) << o.out;
   EXPECT_EQ(rows["yield/ns_per_yield_median"], 1) << o.out;

@@ -218,21 +218,13 @@ TEST(Micro, DiffAndExportOfTwoBundlesWithComparePy) {
     EXPECT_EQ(compared.size(), 2u) << out.dump(1);
   }
 
-  const fs::path compare = "/usr/share/benchmark/compare.py";
-  if (!fs::exists(compare))
-    GTEST_SKIP() << compare.string() << " is absent (Debian package libbenchmark-tools)";
-  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  auto o = testing::sh(python + " " + compare.string() + " --no-color benchmarks " + exported[0] + " " +
-                       exported[1]);
+  if (!fs::exists(testing::kComparePy))
+    GTEST_SKIP() << testing::kComparePy.string() << " is absent (Debian package libbenchmark-tools)";
+  auto compared = testing::run_compare_py(exported[0], exported[1]);
+  const auto& o = compared.outcome;
   ASSERT_EQ(o.code, 0) << o.out;
   std::cout << o.out;
-  const std::regex row(R"(^(\S+)\s+[-+]\d+\.\d{4}\s+[-+]\d+\.\d{4}\s+\d+\s+\d+\s+\d+\s+\d+$)");
-  std::map<std::string, int> rows;
-  std::istringstream lines(o.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_match(line, m, row)) ++rows[m[1]];
-  }
+  auto& rows = compared.rows;
   EXPECT_EQ(rows["pipe:same-cpu/min_time:0.020/repeats:1/real_time"], 3) << o.out;
   EXPECT_EQ(rows["pipe:same-cpu/min_time:0.020/repeats:1/real_time_median"], 1) << o.out;
   EXPECT_EQ(rows["yield/min_time:0.020/repeats:1/real_time"], 3) << o.out;

@@ -1,12 +1,11 @@
 #include "collector/sysstats/schedstat.hpp"
 
 #include <array>
-#include <charconv>
 
 #include <fmt/format.h>
 
+#include "collector/sysstats/proc_text.hpp"
 #include "core/error.hpp"
-#include "core/host_paths.hpp"
 
 namespace schedlab {
 namespace {
@@ -39,23 +38,11 @@ std::vector<std::string> domain_field_names(int version) {
   return names;
 }
 
-[[noreturn]] void malformed(const std::string& origin, std::size_t line, const std::string& what) {
-  throw InputError(fmt::format("{}:{}: {}", origin, line, what));
-}
-
 std::uint64_t count(const std::string& word, const std::string& origin, std::size_t line,
                     const std::string& what) {
   std::uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
-  if (ec != std::errc() || ptr != word.data() + word.size())
-    malformed(origin, line, fmt::format("{} is '{}', not a count", what, word));
+  if (!parse_count(word, v)) malformed_line(origin, line, fmt::format("{} is '{}', not a count", what, word));
   return v;
-}
-
-int numbered(const std::string& word, const std::string& prefix) {
-  int n = -1;
-  auto [ptr, ec] = std::from_chars(word.data() + prefix.size(), word.data() + word.size(), n);
-  return ec == std::errc() && ptr == word.data() + word.size() ? n : -1;
 }
 
 }  // namespace
@@ -63,29 +50,22 @@ int numbered(const std::string& word, const std::string& prefix) {
 Schedstat parse_schedstat(const std::string& text, const std::string& origin) {
   Schedstat s;
   std::vector<std::string> domain_names;
-  std::size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    auto end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    auto words = split_ws(text.substr(start, end - start));
-    start = end + 1;
-    ++line_no;
-    if (words.empty()) continue;
+  for_each_line(text, [&](std::size_t line_no, const std::vector<std::string>& words) {
     const auto& key = words[0];
     if (line_no == 1) {
-      if (key != "version" || words.size() != 2) malformed(origin, 1, "no 'version N' line");
+      if (key != "version" || words.size() != 2) malformed_line(origin, 1, "no 'version N' line");
       s.version = static_cast<int>(count(words[1], origin, 1, "version"));
       if (s.version < 15 || s.version > 17)
-        malformed(origin, 1,
-                  fmt::format("schedstat version {} is not supported (15, 16 and 17 are)", s.version));
+        malformed_line(origin, 1,
+                       fmt::format("schedstat version {} is not supported (15, 16 and 17 are)", s.version));
       domain_names = domain_field_names(s.version);
     } else if (key == "timestamp" && words.size() == 2) {
       s.timestamp = count(words[1], origin, line_no, "timestamp");
     } else if (key.rfind("cpu", 0) == 0 && numbered(key, "cpu") >= 0) {
       if (words.size() != kCpuFields.size() + 1)
-        malformed(origin, line_no,
-                  fmt::format("{} has {} fields, version {} prints {}", key, words.size() - 1, s.version,
-                              kCpuFields.size()));
+        malformed_line(origin, line_no,
+                       fmt::format("{} has {} fields, version {} prints {}", key, words.size() - 1, s.version,
+                                   kCpuFields.size()));
       SchedstatCpu cpu;
       cpu.cpu = numbered(key, "cpu");
       for (std::size_t i = 0; i < kCpuFields.size(); ++i) {
@@ -94,12 +74,12 @@ Schedstat parse_schedstat(const std::string& text, const std::string& origin) {
       }
       s.cpus.push_back(std::move(cpu));
     } else if (key.rfind("domain", 0) == 0 && numbered(key, "domain") >= 0) {
-      if (s.cpus.empty()) malformed(origin, line_no, key + " before any cpu line");
+      if (s.cpus.empty()) malformed_line(origin, line_no, key + " before any cpu line");
       const std::size_t lead = s.version >= 17 ? 3 : 2;  // domainN [name] cpumask
       if (words.size() != lead + domain_names.size())
-        malformed(origin, line_no,
-                  fmt::format("{} has {} fields, version {} prints {}", key, words.size() - lead, s.version,
-                              domain_names.size()));
+        malformed_line(origin, line_no,
+                       fmt::format("{} has {} fields, version {} prints {}", key, words.size() - lead,
+                                   s.version, domain_names.size()));
       SchedstatDomain d;
       if (s.version >= 17) d.name = words[1];
       d.cpumask = words[lead - 1];
@@ -109,9 +89,9 @@ Schedstat parse_schedstat(const std::string& text, const std::string& origin) {
       }
       s.cpus.back().domains.push_back(std::move(d));
     } else {
-      malformed(origin, line_no, "unexpected line '" + key + " ...'");
+      malformed_line(origin, line_no, "unexpected line '" + key + " ...'");
     }
-  }
+  });
   if (s.version == 0) throw InputError(origin + ": empty");
   if (s.cpus.empty()) throw InputError(origin + ": no cpu lines");
   return s;
