@@ -16,31 +16,10 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/pipe.hpp"
 
 namespace schedlab {
 namespace {
-
-struct Pipe {
-  int read = -1, write = -1;
-  Pipe() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", errno);
-    read = fds[0];
-    write = fds[1];
-  }
-  ~Pipe() {
-    close_read();
-    close_write();
-  }
-  void close_read() {
-    if (read >= 0) ::close(read);
-    read = -1;
-  }
-  void close_write() {
-    if (write >= 0) ::close(write);
-    write = -1;
-  }
-};
 
 void write_all(int fd, const std::string& s) {
   std::size_t off = 0;

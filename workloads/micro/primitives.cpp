@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
+#include "core/pipe.hpp"
 
 namespace schedlab::micro {
 namespace {
@@ -124,24 +125,6 @@ class Partner {
   std::thread thread_;
 };
 
-struct PipePair {
-  int read = -1, write = -1;
-  PipePair() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", errno);
-    read = fds[0];
-    write = fds[1];
-  }
-  ~PipePair() {
-    close_write();
-    if (read >= 0) ::close(read);
-  }
-  void close_write() {
-    if (write >= 0) ::close(write);
-    write = -1;
-  }
-};
-
 void bm_yield(benchmark::State& state, const PrimitiveConfig& c) {
   if (!setup_main(state, c)) return;
   const auto start = ThreadCounts::now();
@@ -152,7 +135,7 @@ void bm_yield(benchmark::State& state, const PrimitiveConfig& c) {
 // perf bench sched pipe -T: an int written to one pipe and read back from the other; one
 // iteration is one round trip.
 void bm_pipe(benchmark::State& state, const PrimitiveConfig& c) {
-  PipePair there, back;
+  Pipe there, back;
   Partner partner(c, [&] {
     int m = 0;
     while (::read(there.read, &m, sizeof m) == sizeof m)
