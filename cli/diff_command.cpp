@@ -26,6 +26,11 @@ DiffCommand::DiffCommand(CLI::App& app) {
   command_->add_option("--fail-on", fail_on_, "worse: exit 3 when a headline verdict is `worse`")
       ->check(CLI::IsMember({"worse"}));
   command_->add_flag("--force", force_, "Compare across hardware fingerprints or workload versions");
+  command_
+      ->add_option("--profile-lines", profile_lines_,
+                   "diffprofile: show the N largest increases and N largest decreases (0: all)")
+      ->default_val(0);
+  command_->add_flag("--profile-all", profile_all_, "diffprofile: also show deltas within Poisson noise");
   command_->add_option("--store", store_, "Directory of bundles that labels and hashes are looked up in")
       ->default_val("results");
 }
@@ -38,6 +43,8 @@ int DiffCommand::run() const {
   options.alpha = alpha_;
   options.min_effect_pct = min_effect_pct_;
   options.force = force_;
+  options.profile.lines = profile_lines_;
+  options.profile.all = profile_all_;
   auto diff = build_diff(sides, options);
   if (json_) {
     std::cout << diff_to_json(diff).dump(2) << "\n";

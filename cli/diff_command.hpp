@@ -23,6 +23,8 @@ class DiffCommand {
   double min_effect_pct_ = 2.0;
   std::string fail_on_;
   bool force_ = false;
+  std::size_t profile_lines_ = 0;
+  bool profile_all_ = false;
   std::string store_ = "results";
 };
 

@@ -42,6 +42,11 @@ struct RunArgs {
   std::string isolation = "auto";
   std::string counter_scope = "auto";
   std::string cache_dir;
+  bool profile = false;
+  std::string profile_event = "cpu-clock";
+  int profile_frequency_hz = 1000;
+  std::string profile_scope = "workload";
+  int profile_repetitions = 1;
 };
 
 // Root keeps inputs (generated trees, extracted sources) with the system; others in their home.
@@ -94,6 +99,11 @@ RunPlan make_plan(const RunArgs& a) {
   plan.counter_scope = parse_counter_scope(a.counter_scope);
   plan.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
   plan.settle.max_wait_s = a.settle_timeout_s;
+  plan.diagnostics.profile = a.profile;
+  plan.diagnostics.repetitions = a.profile_repetitions;
+  plan.diagnostics.profile_options.event = a.profile_event;
+  plan.diagnostics.profile_options.frequency_hz = a.profile_frequency_hz;
+  plan.diagnostics.profile_options.scope = parse_profile_scope(a.profile_scope);
   return plan;
 }
 
@@ -216,6 +226,18 @@ int run_cli(int argc, char** argv) {
       run->add_option("--seed", run_args.seed, "Seed of the workload-order shuffle (default: random)");
   run->add_option("--label", run_args.label, "Free text stored in the bundle");
   run->add_option("--out", run_args.out, "Directory for the bundles")->default_val("results");
+  run->add_flag(
+      "--profile", run_args.profile,
+      "Sample a kernel profile (and switch schedstats on) in diagnostic repetitions after the timed ones");
+  run->add_option("--profile-event", run_args.profile_event, "Sampling event (libpfm4 name)")
+      ->default_val("cpu-clock");
+  run->add_option("--profile-frequency", run_args.profile_frequency_hz, "Samples per second per CPU")
+      ->default_val(1000);
+  run->add_option("--profile-scope", run_args.profile_scope, "workload (its cgroup or process tree) | system")
+      ->default_val("workload");
+  run->add_option("--profile-repetitions", run_args.profile_repetitions,
+                  "Diagnostic repetitions per instance and trial with --profile")
+      ->default_val(1);
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
   run->add_option("--counter-scope", run_args.counter_scope,
                   "auto: count per CPU on the repetition's cgroup when it has one; task: per task (inherit)")

@@ -1,5 +1,7 @@
 #include "core/host_paths.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -16,6 +18,19 @@ std::optional<std::string> read_text(const std::filesystem::path& path) {
   ss << in.rdbuf();
   if (in.bad()) return std::nullopt;
   return ss.str();
+}
+
+std::optional<std::string> read_gzip_text(const std::filesystem::path& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::string text;
+  char buf[16384];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  const bool ok = n == 0;
+  gzclose(f);
+  if (!ok) return std::nullopt;
+  return text;
 }
 
 std::optional<std::string> read_line(const std::filesystem::path& path) {

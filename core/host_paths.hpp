@@ -21,6 +21,8 @@ struct HostPaths {
 
 // Whole file, or nullopt when it does not exist or cannot be read.
 std::optional<std::string> read_text(const std::filesystem::path& path);
+// A gzip file's whole text (e.g. /proc/config.gz, compressed fixtures); nullopt as above, or when corrupt.
+std::optional<std::string> read_gzip_text(const std::filesystem::path& path);
 // First line without the newline; nullopt as above.
 std::optional<std::string> read_line(const std::filesystem::path& path);
 std::string trim(std::string s);

@@ -38,6 +38,7 @@ json to_json(const Repetition& r) {
          {"counters", counters},       {"rusage", r.rusage}, {"isolation", r.isolation},
          {"details", r.details},       {"system", r.system}};
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (!r.profile.empty()) j["profile"] = r.profile;
   return j;
 }
 
@@ -58,6 +59,12 @@ json to_json(const Instance& in) {
          {"settle", in.settle},
          {"warmup", in.warmup ? to_json(*in.warmup) : json(nullptr)},
          {"repetitions", reps}};
+  if (!in.diagnostics.empty()) {
+    json diag = json::array();
+    for (const auto& r : in.diagnostics) diag.push_back(to_json(r));
+    j["diagnostics"] = diag;
+  }
+  if (!in.instrumentation.empty()) j["instrumentation"] = in.instrumentation;
   return j;
 }
 
@@ -109,6 +116,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.isolation = optional_object(c, "isolation");
   r.details = optional_object(c, "details");
   r.system = optional_object(c, "system");
+  r.profile = optional_object(c, "profile");
   return r;
 }
 
@@ -142,6 +150,12 @@ Instance instance_from_json(const JsonCursor& c) {
   auto reps = c.array("repetitions");
   for (std::size_t i = 0; i < reps.size(); ++i)
     in.repetitions.push_back(repetition_from_json(reps.element(i)));
+  if (c.has("diagnostics")) {
+    auto diag = c.array("diagnostics");
+    for (std::size_t i = 0; i < diag.size(); ++i)
+      in.diagnostics.push_back(repetition_from_json(diag.element(i)));
+  }
+  in.instrumentation = optional_object(c, "instrumentation");
   return in;
 }
 

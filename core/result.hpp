@@ -55,6 +55,7 @@ struct Repetition {
   nlohmann::json isolation = nlohmann::json::object();  // cgroup leaf or process group, cpu.stat
   nlohmann::json details = nlohmann::json::object();    // workload-specific extras
   nlohmann::json system = nlohmann::json::object();     // per-CPU /proc deltas (SystemStatsSource)
+  nlohmann::json profile = nlohmann::json::object();    // per-symbol sample histogram (ProfileSource)
 
   bool ok() const { return status == status::kOk; }
 };
@@ -77,6 +78,10 @@ struct Instance {
   nlohmann::json settle = nlohmann::json::object();
   std::optional<Repetition> warmup;
   std::vector<Repetition> repetitions;
+  // Repetitions run with instrumentation that perturbs (profiling, schedstats switched on), after
+  // the timed ones and never part of their statistics; `instrumentation` says what ran where.
+  std::vector<Repetition> diagnostics;
+  nlohmann::json instrumentation = nlohmann::json::object();
 };
 
 struct Bundle {

@@ -237,7 +237,7 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
                            const std::vector<SideData>& data, const std::vector<bool>& pairable,
                            const DiffOptions& o) {
   const Instance& in = *base.first;
-  InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}};
+  InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}, {}};
   for (const auto& [name, trials] : base.metrics) {
     auto m = metric_row(name, "metric", trials, data, key, pairable, o);
     if (auto it = in.metric_info.find(name); it != in.metric_info.end()) {
@@ -268,6 +268,14 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
         stats::fisher_exact(static_cast<long>(base.failed), static_cast<long>(base.total - base.failed),
                             static_cast<long>(s->failed), static_cast<long>(s->total - s->failed));
     d.failures.push_back({data[i].side->name, s->failed, s->total, p});
+  }
+  const auto base_profile = profile_totals(base);
+  for (std::size_t i = 1; i < data.size(); ++i) {
+    const auto* s = data[i].find(key);
+    if (!s) continue;
+    const auto other_profile = profile_totals(*s);
+    if (base_profile.repetitions == 0 && other_profile.repetitions == 0) continue;
+    d.profiles.push_back(diff_profiles(data[i].side->name, base_profile, other_profile));
   }
   return d;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/metric.hpp"
+#include "diff/profile_diff.hpp"
 #include "diff/sides.hpp"
 
 namespace schedlab {
@@ -17,6 +18,7 @@ struct DiffOptions {
   double min_effect_pct = 2.0;  // equivalence margin (TOST) and the threshold a verdict is read against
   bool force = false;           // compare across hardware fingerprints or workload versions
   double trend_alpha = 0.01;    // a run-order trend below this p is flagged
+  ProfileFormat profile;        // --profile-lines, --profile-all
 };
 
 struct SideStats {
@@ -81,6 +83,7 @@ struct InstanceDiff {
   std::vector<MetricDiff> metrics;
   std::vector<FailureRate> failures;      // base first
   std::vector<std::string> missing_from;  // sides without this instance
+  std::vector<ProfileDiff> profiles;      // one per other side, when either side was profiled
 };
 
 struct EnvironmentDifference {

@@ -66,7 +66,10 @@ nlohmann::json instance_json(const InstanceDiff& in) {
     failures.push_back(
         {{"side", f.side}, {"failed", f.failed}, {"total", f.total}, {"fisher_p", number(f.p_value)}});
   }
+  nlohmann::json profiles = nlohmann::json::array();
+  for (const auto& p : in.profiles) profiles.push_back(to_json(p));
   return {{"id", in.id},
+          {"profiles", profiles},
           {"workload", in.workload},
           {"workload_version", in.workload_version},
           {"params", in.params},

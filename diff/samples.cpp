@@ -33,6 +33,7 @@ std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& si
     for (const auto& in : loaded.bundle.instances) {
       auto& s = slot(instance_key(in));
       if (!s.first) s.first = &in;
+      s.all.push_back(&in);
       for (const auto& rep : in.repetitions) {
         ++s.total;
         if (!rep.ok()) {

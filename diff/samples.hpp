@@ -19,7 +19,8 @@ struct TrialValues {
 };
 
 struct InstanceSamples {
-  const Instance* first = nullptr;  // for id, params, metric_info, version
+  const Instance* first = nullptr;   // for id, params, metric_info, version
+  std::vector<const Instance*> all;  // every trial's copy (diagnostic repetitions, profiles)
   std::map<std::string, std::vector<TrialValues>> metrics;
   std::map<std::string, std::vector<TrialValues>> counters;
   std::map<std::string, std::string> counter_units;

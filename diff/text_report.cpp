@@ -140,6 +140,16 @@ void append_instance(std::string& out, const InstanceDiff& in, const DiffResult&
       }
     }
   }
+  for (const auto& p : in.profiles) {
+    out += fmt::format("  diffprofile {} -> {}: {} samples{}\n", diff.sides.front().name, p.side,
+                       p.event.empty() ? "profile" : p.event,
+                       p.lines.empty() ? ""
+                                       : fmt::format(", {} scaled to {}'s {}s (x{:.3f}); {} vs {} diagnostic "
+                                                     "repetitions",
+                                                     p.side, diff.sides.front().name, p.per, p.scale,
+                                                     p.base_repetitions, p.other_repetitions));
+    out += format_diffprofile(p, diff.options.profile);
+  }
   out += "\n";
 }
 

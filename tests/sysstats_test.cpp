@@ -309,5 +309,46 @@ TEST(SystemStatsLive, EveryRepetitionOfARunCarriesThem) {
   }
 }
 
+// Diagnostic repetitions switch counting on and put the sysctl back; timed ones never touch it, and
+// their zeros from a kernel that was not counting are `not-counted`, not measurements.
+TEST(SchedstatSourceTest, SwitchesSchedstatsOnForADiagnosticRepetitionAndRestoresIt) {
+  TempDir root;
+  fs::create_directories(root.path() / "proc/sys/kernel");
+  spit(root.path() / "proc" / "schedstat", slurp(kProbe / "schedstat-6.1.0-50-amd64"));
+  const auto sysctl = root.path() / "proc/sys/kernel/sched_schedstats";
+  spit(sysctl, "0\n");
+  {
+    SchedstatSource timed(HostPaths::under(root.path()));
+    timed.attach({});
+    EXPECT_EQ(slurp(sysctl), "0\n");
+    timed.enable();
+    Repetition rep;
+    timed.collect(rep);
+    EXPECT_EQ(rep.counters.at("schedstat.sched_count").status, status::kNotCounted);
+    EXPECT_NE(rep.counters.at("schedstat.sched_count").reason.find("sched_schedstats was 0"),
+              std::string::npos);
+    EXPECT_EQ(rep.counters.at("schedstat.lb_count").status, status::kNotCounted);
+    EXPECT_EQ(rep.counters.at("schedstat.run_delay_s").status, status::kOk);  // sched_info counts anyway
+    EXPECT_EQ(rep.system["schedstat"]["switched_on_for_repetition"], false);
+  }
+  {
+    SchedstatSource diagnostic(HostPaths::under(root.path()), SchedstatsSwitch::kOnForRepetition);
+    diagnostic.attach({});
+    EXPECT_EQ(trim(slurp(sysctl)), "1");
+    diagnostic.enable();
+    Repetition rep;
+    diagnostic.collect(rep);
+    EXPECT_EQ(trim(slurp(sysctl)), "0");
+    EXPECT_EQ(rep.counters.at("schedstat.sched_count").status, status::kOk);
+    EXPECT_EQ(rep.system["schedstat"]["switched_on_for_repetition"], true);
+  }
+  {
+    SchedstatSource abandoned(HostPaths::under(root.path()), SchedstatsSwitch::kOnForRepetition);
+    abandoned.attach({});  // the repetition never got to collect: the destructor restores
+    EXPECT_EQ(trim(slurp(sysctl)), "1");
+  }
+  EXPECT_EQ(trim(slurp(sysctl)), "0");
+}
+
 }  // namespace
 }  // namespace schedlab

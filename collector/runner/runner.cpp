@@ -137,6 +137,15 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
   } else {
     plan_.events.clear();
   }
+  const auto& diag = plan_.diagnostics;
+  if (diag.profile) {
+    if (diag.repetitions < 1) throw InputError("--profile-repetitions must be at least 1");
+    if (diag.profile_options.frequency_hz < 1 || diag.profile_options.frequency_hz > 100000)
+      throw InputError("--profile-frequency must be within 1..100000 Hz");
+    if (encode_event(libpfm_event_name(diag.profile_options.event)).unknown)
+      throw InputError("--profile-event " + diag.profile_options.event +
+                       ": unknown event (see `schedlab events`)");
+  }
   check_output_dir(plan_.out_dir);
 }
 
@@ -151,6 +160,19 @@ void raise_fd_limit() {
   }
 }
 
+// Says which repetitions carried which perturbing instrumentation, so a diff never compares a
+// profiled repetition with a timed one.
+nlohmann::json instrumentation_record(const DiagnosticsPlan& d) {
+  return {
+      {"timed", {{"profile", false}, {"schedstats", "read as found (kernel.sched_schedstats unchanged)"}}},
+      {"diagnostic",
+       {{"repetitions", d.repetitions},
+        {"profile", d.profile},
+        {"profile_event", d.profile_options.event},
+        {"profile_frequency_hz", d.profile_options.frequency_hz},
+        {"schedstats", "switched on for each diagnostic repetition where kernel.sched_schedstats was 0"}}}};
+}
+
 }  // namespace
 
 RunOutcome execute(PreparedRun& run, Progress& progress) {
@@ -159,7 +181,8 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
   const auto& plan = run.plan();
   RunOutcome outcome;
   const std::string run_id = make_run_id(plan.seed);
-  const int per_instance = plan.repetitions + 1;
+  const int diagnostic = plan.diagnostics.profile ? plan.diagnostics.repetitions : 0;
+  const int per_instance = plan.repetitions + 1 + diagnostic;
   const int total = plan.trials * static_cast<int>(run.instances().size()) * per_instance;
   const double start = monotonic_seconds();
   int done = 0;
@@ -212,6 +235,7 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
                          done ? work_s / done * (total - done) : -1.0,
                          headline_of(*pi.workload)};
         progress.started(ps);
+        const bool is_diagnostic = r > plan.repetitions;
         RepetitionRequest req;
         req.workload = pi.workload.get();
         req.params = &pi.params;
@@ -219,7 +243,10 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         if (plan.counters)
           req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
         req.sources.push_back(std::make_unique<SystemStatsSource>());
-        req.sources.push_back(std::make_unique<SchedstatSource>());
+        req.sources.push_back(std::make_unique<SchedstatSource>(
+            run.paths(), is_diagnostic ? SchedstatsSwitch::kOnForRepetition : SchedstatsSwitch::kAsFound));
+        if (is_diagnostic)
+          req.sources.push_back(std::make_unique<ProfileSource>(plan.diagnostics.profile_options));
         req.timeout_s = plan.timeout_s;
         req.isolation = plan.isolation;
         req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);
@@ -234,7 +261,7 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
           rep.reason = std::string("the runner could not run this repetition: ") + e.what();
         }
         rep.warmup = r == 0;
-        rep.index = r == 0 ? 0 : r - 1;
+        rep.index = r == 0 ? 0 : is_diagnostic ? r - plan.repetitions - 1 : r - 1;
         work_s += rep.duration_s;
         ++done;
         progress.finished(ps, rep);
@@ -242,9 +269,12 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         if (*interrupt.flag()) outcome.interrupted = true;
         if (rep.warmup)
           inst.warmup = std::move(rep);
+        else if (is_diagnostic)
+          inst.diagnostics.push_back(std::move(rep));
         else
           inst.repetitions.push_back(std::move(rep));
       }
+      if (diagnostic > 0) inst.instrumentation = instrumentation_record(plan.diagnostics);
       bundle.instances.push_back(std::move(inst));
     }
     bundle.finished_at = utc_timestamp();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collector/perf/perf_source.hpp"
+#include "collector/profile/profile_source.hpp"
 #include "collector/runner/isolation.hpp"
 #include "collector/runner/progress.hpp"
 #include "collector/runner/settle.hpp"
@@ -21,6 +22,14 @@ struct InstancePlan {
   std::string id;
   std::string workload;
   std::map<std::string, std::string> params;  // KEY -> VALUE as given
+};
+
+// Instrumentation that perturbs runs on diagnostic repetitions after an instance's timed ones:
+// the sampled profile, and kernel.sched_schedstats switched on for them when it was off.
+struct DiagnosticsPlan {
+  bool profile = false;
+  ProfileOptions profile_options;
+  int repetitions = 1;  // per instance and trial, when profiling
 };
 
 struct RunPlan {
@@ -38,6 +47,7 @@ struct RunPlan {
   std::filesystem::path cache_dir = "/var/cache/schedlab";
   IsolationMode isolation = IsolationMode::kAuto;
   SettlePolicy settle;
+  DiagnosticsPlan diagnostics;
 };
 
 struct PreparedInstance {

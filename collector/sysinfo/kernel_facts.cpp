@@ -7,27 +7,11 @@
 #include <system_error>
 #include <utility>
 
-#include <zlib.h>
-
 #include "collector/sysinfo/sysinfo.hpp"
 #include "core/hash.hpp"
 
 namespace schedlab::sysinfo_detail {
 namespace {
-
-// The running kernel's config when CONFIG_IKCONFIG_PROC is set and /boot has none.
-std::optional<std::string> read_gzip_text(const std::filesystem::path& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) return std::nullopt;
-  std::string text;
-  char buf[16384];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  bool ok = n == 0;
-  gzclose(f);
-  if (!ok) return std::nullopt;
-  return text;
-}
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -188,6 +188,8 @@ std::vector<MetricDesc> WakeupWorkload::metrics() const {
       {"latency_p999_us", "us", d, false, "99.9th percentile; only from >= 10,000 wakeups in the repetition"},
       {"latency_max_us", "us", d, false, "largest lateness seen (exact)"},
       {"wakeups", "count", Direction::kHigherIsBetter, false, "wakeups recorded by all threads"},
+      {"operations", "count", Direction::kHigherIsBetter, false,
+       "= wakeups: what per-operation counters (EVENT/op) and profiles divide by"},
   };
 }
 
@@ -280,6 +282,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
   m["latency_p99_us"] = {all.percentile_us(0.99), "us"};
   m["latency_max_us"] = {static_cast<double>(all.max_ns()) / 1000.0, "us"};
   m["wakeups"] = {static_cast<double>(all.count()), "count"};
+  m["operations"] = m["wakeups"];
   auto& d = result.details;
   if (all.count() >= kMinSamplesForP999) {
     m["latency_p999_us"] = {all.percentile_us(0.999), "us"};

@@ -100,6 +100,8 @@ std::vector<MetricDesc> YieldWorkload::metrics() const {
       {"elapsed_s", "s", Direction::kLowerIsBetter, false, "first yield started to last yield finished"},
       {"yields", "count", Direction::kHigherIsBetter, false,
        "sched_yield() calls done by all yielding threads"},
+      {"operations", "count", Direction::kHigherIsBetter, false,
+       "= yields: what per-operation counters (EVENT/op) and profiles divide by"},
       {"voluntary_switches", "count", Direction::kLowerIsBetter, false,
        "voluntary context switches of the yielding threads (getrusage RUSAGE_THREAD)"},
       {"involuntary_switches", "count", Direction::kLowerIsBetter, false,
@@ -221,6 +223,7 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
   m["ns_per_yield"] = {static_cast<double>(thread_ns) / static_cast<double>(yields), "ns"};
   m["elapsed_s"] = {static_cast<double>(last - first) * 1e-9, "s"};
   m["yields"] = {static_cast<double>(yields), "count"};
+  m["operations"] = m["yields"];
   m["voluntary_switches"] = {static_cast<double>(vol), "count"};
   m["involuntary_switches"] = {static_cast<double>(invol), "count"};
   if (have_migrations) m["migrations"] = {static_cast<double>(migrations), "count"};
