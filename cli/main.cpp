@@ -47,6 +47,7 @@ struct RunArgs {
   int profile_frequency_hz = 1000;
   std::string profile_scope = "workload";
   int profile_repetitions = 1;
+  bool trace = false;
 };
 
 // Root keeps inputs (generated trees, extracted sources) with the system; others in their home.
@@ -104,6 +105,7 @@ RunPlan make_plan(const RunArgs& a) {
   plan.diagnostics.profile_options.event = a.profile_event;
   plan.diagnostics.profile_options.frequency_hz = a.profile_frequency_hz;
   plan.diagnostics.profile_options.scope = parse_profile_scope(a.profile_scope);
+  plan.diagnostics.trace = a.trace;
   return plan;
 }
 
@@ -238,6 +240,8 @@ int run_cli(int argc, char** argv) {
   run->add_option("--profile-repetitions", run_args.profile_repetitions,
                   "Diagnostic repetitions per instance and trial with --profile")
       ->default_val(1);
+  run->add_flag("--trace", run_args.trace,
+                "Trace sched_switch/wakeup/migrate in one more diagnostic repetition; per-task summary");
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
   run->add_option("--counter-scope", run_args.counter_scope,
                   "auto: count per CPU on the repetition's cgroup when it has one; task: per task (inherit)")

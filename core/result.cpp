@@ -39,6 +39,7 @@ json to_json(const Repetition& r) {
          {"details", r.details},       {"system", r.system}};
   if (!r.reason.empty()) j["reason"] = r.reason;
   if (!r.profile.empty()) j["profile"] = r.profile;
+  if (!r.trace.empty()) j["trace"] = r.trace;
   return j;
 }
 
@@ -117,6 +118,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.details = optional_object(c, "details");
   r.system = optional_object(c, "system");
   r.profile = optional_object(c, "profile");
+  r.trace = optional_object(c, "trace");
   return r;
 }
 

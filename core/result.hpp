@@ -56,6 +56,7 @@ struct Repetition {
   nlohmann::json details = nlohmann::json::object();    // workload-specific extras
   nlohmann::json system = nlohmann::json::object();     // per-CPU /proc deltas (SystemStatsSource)
   nlohmann::json profile = nlohmann::json::object();    // per-symbol sample histogram (ProfileSource)
+  nlohmann::json trace = nlohmann::json::object();      // per-task scheduler trace summary (TraceSource)
 
   bool ok() const { return status == status::kOk; }
 };

@@ -237,7 +237,7 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
                            const std::vector<SideData>& data, const std::vector<bool>& pairable,
                            const DiffOptions& o) {
   const Instance& in = *base.first;
-  InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}, {}};
+  InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}, {}, {}};
   for (const auto& [name, trials] : base.metrics) {
     auto m = metric_row(name, "metric", trials, data, key, pairable, o);
     if (auto it = in.metric_info.find(name); it != in.metric_info.end()) {
@@ -276,6 +276,12 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
     const auto other_profile = profile_totals(*s);
     if (base_profile.repetitions == 0 && other_profile.repetitions == 0) continue;
     d.profiles.push_back(diff_profiles(data[i].side->name, base_profile, other_profile));
+  }
+  for (std::size_t i = 1; i < data.size(); ++i) {
+    const auto* s = data[i].find(key);
+    if (!s) continue;
+    auto t = diff_traces(data[i].side->name, base, *s);
+    if (t.base_repetitions > 0 || t.other_repetitions > 0) d.traces.push_back(std::move(t));
   }
   return d;
 }

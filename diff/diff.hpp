@@ -10,6 +10,7 @@
 #include "core/metric.hpp"
 #include "diff/profile_diff.hpp"
 #include "diff/sides.hpp"
+#include "diff/trace_diff.hpp"
 
 namespace schedlab {
 
@@ -84,6 +85,7 @@ struct InstanceDiff {
   std::vector<FailureRate> failures;      // base first
   std::vector<std::string> missing_from;  // sides without this instance
   std::vector<ProfileDiff> profiles;      // one per other side, when either side was profiled
+  std::vector<TraceDiff> traces;          // one per other side, when either side was traced
 };
 
 struct EnvironmentDifference {

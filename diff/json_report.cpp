@@ -68,8 +68,11 @@ nlohmann::json instance_json(const InstanceDiff& in) {
   }
   nlohmann::json profiles = nlohmann::json::array();
   for (const auto& p : in.profiles) profiles.push_back(to_json(p));
+  nlohmann::json traces = nlohmann::json::array();
+  for (const auto& t : in.traces) traces.push_back(to_json(t));
   return {{"id", in.id},
           {"profiles", profiles},
+          {"traces", traces},
           {"workload", in.workload},
           {"workload_version", in.workload_version},
           {"params", in.params},

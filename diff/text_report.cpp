@@ -150,6 +150,7 @@ void append_instance(std::string& out, const InstanceDiff& in, const DiffResult&
                                                      p.base_repetitions, p.other_repetitions));
     out += format_diffprofile(p, diff.options.profile);
   }
+  for (const auto& t : in.traces) out += format_trace_diff(t, diff.sides.front().name);
   out += "\n";
 }
 

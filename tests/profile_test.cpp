@@ -203,6 +203,7 @@ class Diffprofile : public ::testing::Test {
     double count = 0, ops = 0;
     for (const auto& b : side.bundles)
       for (const auto& rep : b.bundle.instances.at(0).diagnostics) {
+        if (rep.profile.empty()) continue;  // the traced repetition
         count += symbol == "total" ? rep.profile.at("samples").get<double>()
                                    : rep.profile.at("symbols").value(symbol, 0.0);
         ops += rep.metrics.at("operations").value;
@@ -250,7 +251,7 @@ TEST_F(Diffprofile, PrintsTheClassicFormat) {
   const std::regex row(R"(^ +(-?\d+) +(-?\d+\.\d)% (\S.*)$)");
   std::vector<std::string> symbols;
   bool absent_from_base = false;
-  while (std::getline(lines, line) && !line.empty()) {
+  while (std::getline(lines, line) && !line.empty() && line.rfind("  trace", 0) != 0) {
     if (line.find("warning:") != std::string::npos) {
       EXPECT_NE(line.find("not NMI-based"), std::string::npos) << line;
       continue;
@@ -296,6 +297,32 @@ TEST_F(Diffprofile, JsonCarriesEveryLine) {
   EXPECT_EQ(prof["normalised_per"], "operation");
   EXPECT_EQ(prof["lines"].size(), diff_.instances[0].profiles[0].lines.size());
   EXPECT_EQ(prof["lines"][0]["symbol"], "total");
+}
+
+// perf sched timehist's breakdown, side by side: the rows are the trace totals over operations.
+TEST_F(Diffprofile, TraceSummariesSideBySide) {
+  ASSERT_EQ(diff_.instances[0].traces.size(), 1u);
+  const auto& t = diff_.instances[0].traces[0];
+  EXPECT_EQ(t.per, "operation");
+  EXPECT_EQ(t.base_repetitions, 2u);
+  auto totals = [](const Side& side, const char* key) {
+    double sum = 0, ops = 0;
+    for (const auto& b : side.bundles)
+      for (const auto& rep : b.bundle.instances.at(0).diagnostics) {
+        if (rep.trace.empty()) continue;
+        sum += rep.trace.at("totals").at(key).get<double>();
+        ops += rep.metrics.at("operations").value;
+      }
+    return sum / ops;
+  };
+  ASSERT_FALSE(t.rows.empty());
+  EXPECT_EQ(t.rows[0].measure, "context switches");
+  EXPECT_DOUBLE_EQ(t.rows[0].base, totals(sides_[0], "switches"));
+  EXPECT_DOUBLE_EQ(t.rows[0].other, totals(sides_[1], "switches"));
+  // Two threads yielding to each other on one CPU: every yield is a switch.
+  EXPECT_NEAR(t.rows[0].base, 1.0, 0.05);
+  const auto text = format_diff_text(diff_, false);
+  EXPECT_NE(text.find("time runnable, waiting for a CPU (us/op)"), std::string::npos) << text;
 }
 
 TEST(DiffprofileCli, ProfileLinesOption) {

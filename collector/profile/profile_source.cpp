@@ -1,9 +1,6 @@
 #include "collector/profile/profile_source.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,18 +60,7 @@ ProfileSource::ProfileSource(ProfileOptions options, PerfOpener opener)
     throw InputError(fmt::format("profile frequency {} Hz is outside 1..100000", options_.frequency_hz));
 }
 
-ProfileSource::~ProfileSource() {
-  stop_drainer();
-  close_all();
-}
-
-void ProfileSource::close_all() {
-  rings_.clear();
-  for (int fd : fds_) ::close(fd);
-  fds_.clear();
-  if (stop_fd_ >= 0) ::close(stop_fd_);
-  stop_fd_ = -1;
-}
+ProfileSource::~ProfileSource() = default;
 
 void ProfileSource::open_all(const AttachTarget& target) {
   const EncodedEvent ev = encode_event(libpfm_event_name(options_.event));
@@ -130,9 +116,8 @@ void ProfileSource::open_all(const AttachTarget& target) {
                                  options_.event, scope_name_, cpu, errno_text(-fd), perf_open_advice(-fd));
       break;
     }
-    fds_.push_back(fd);
     try {
-      rings_.emplace_back(fd, options_.ring_pages);
+      rings_.add(fd, options_.ring_pages);
     } catch (const SystemError& e) {
       open_errno_ = e.code();
       open_reason_ = e.what();
@@ -140,12 +125,11 @@ void ProfileSource::open_all(const AttachTarget& target) {
     }
   }
   if (cgroup_fd >= 0) ::close(cgroup_fd);
-  if (open_errno_ != 0) close_all();
+  if (open_errno_ != 0) rings_.clear();
 }
 
 void ProfileSource::attach(const AttachTarget& target) {
-  stop_drainer();
-  close_all();
+  rings_.clear();
   tally_ = {};
   open_errno_ = 0;
   open_reason_.clear();
@@ -157,67 +141,38 @@ void ProfileSource::attach(const AttachTarget& target) {
   open_all(target);
 }
 
-void ProfileSource::drain_all() {
-  for (auto& ring : rings_) {
-    ring.drain([this](const perf_event_header& h, const unsigned char* payload, std::size_t size) {
-      if (h.type == PERF_RECORD_SAMPLE && size >= sizeof(std::uint64_t)) {
-        std::uint64_t ip;
-        std::memcpy(&ip, payload, sizeof ip);
-        const auto mode = h.misc & PERF_RECORD_MISC_CPUMODE_MASK;
-        if (mode == PERF_RECORD_MISC_KERNEL)
-          ++tally_.kernel_ips[ip];
-        else if (mode == PERF_RECORD_MISC_USER)
-          ++tally_.user;
-        else
-          ++tally_.other;
-      } else if (h.type == PERF_RECORD_LOST && size >= 2 * sizeof(std::uint64_t)) {
-        std::uint64_t lost;
-        std::memcpy(&lost, payload + sizeof(std::uint64_t), sizeof lost);
-        tally_.lost += lost;
-        ++tally_.lost_records;
-      } else if (h.type == PERF_RECORD_THROTTLE) {
-        ++tally_.throttles;
-      }
-    });
-  }
-}
-
-// Sleeps until a ring is half full (the kernel's watermark wake-up) or collect() says stop:
-// with 1 MiB per CPU that is one wake-up per ~40 s at 1 kHz, not a poller beside the workload.
-void ProfileSource::drain_until_stopped() {
-  std::vector<pollfd> fds;
-  for (int fd : fds_) fds.push_back({fd, POLLIN, 0});
-  fds.push_back({stop_fd_, POLLIN, 0});
-  for (;;) {
-    const int rc = ::poll(fds.data(), fds.size(), -1);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0 || (fds.back().revents & POLLIN)) return;
-    for (std::size_t i = 0; i + 1 < fds.size(); ++i)
-      if (fds[i].revents & POLLHUP) fds[i].fd = -1;  // its task exited: it would wake us forever
-    drain_all();
+void ProfileSource::count(const perf_event_header& h, const unsigned char* payload, std::size_t size) {
+  if (h.type == PERF_RECORD_SAMPLE && size >= sizeof(std::uint64_t)) {
+    std::uint64_t ip;
+    std::memcpy(&ip, payload, sizeof ip);
+    const auto mode = h.misc & PERF_RECORD_MISC_CPUMODE_MASK;
+    if (mode == PERF_RECORD_MISC_KERNEL)
+      ++tally_.kernel_ips[ip];
+    else if (mode == PERF_RECORD_MISC_USER)
+      ++tally_.user;
+    else
+      ++tally_.other;
+  } else if (h.type == PERF_RECORD_LOST && size >= 2 * sizeof(std::uint64_t)) {
+    std::uint64_t lost;
+    std::memcpy(&lost, payload + sizeof(std::uint64_t), sizeof lost);
+    tally_.lost += lost;
+    ++tally_.lost_records;
+  } else if (h.type == PERF_RECORD_THROTTLE) {
+    ++tally_.throttles;
   }
 }
 
 void ProfileSource::enable() {
-  if (fds_.empty()) return;
-  for (int fd : fds_) ::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-  stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
-  if (stop_fd_ < 0) throw SystemError("eventfd for the profile drainer", errno);
-  drainer_ = std::thread([this] { drain_until_stopped(); });
-}
-
-void ProfileSource::stop_drainer() {
-  if (!drainer_.joinable()) return;
-  const std::uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
-  drainer_.join();
+  rings_.start([this](const perf_event_header& h, const unsigned char* payload, std::size_t size) {
+    count(h, payload, size);
+  });
 }
 
 nlohmann::json ProfileSource::histogram() const {
   nlohmann::json out = sampling_;
   out["status"] = status::kOk;
   out["scope"] = scope_name_;
-  out["cpus"] = fds_.size();
+  out["cpus"] = rings_.rings();
   std::uint64_t kernel = 0;
   for (const auto& [ip, n] : tally_.kernel_ips) kernel += n;
   std::map<std::string, std::uint64_t> symbols;
@@ -255,16 +210,14 @@ nlohmann::json ProfileSource::histogram() const {
 }
 
 void ProfileSource::collect(Repetition& rep) {
-  if (fds_.empty()) {
+  if (rings_.empty()) {
     rep.profile = {{"status", status::kUnsupported}, {"errno", open_errno_}, {"reason", open_reason_}};
     if (!sampling_.empty()) rep.profile["event"] = options_.event;
     return;
   }
-  for (int fd : fds_) ::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-  stop_drainer();
-  drain_all();
+  rings_.stop();
   rep.profile = histogram();
-  close_all();
+  rings_.clear();
 }
 
 }  // namespace schedlab

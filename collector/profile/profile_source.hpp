@@ -3,16 +3,14 @@
 // process tree, or the whole system), drained from the mmap rings, kernel IPs symbolised
 // against /proc/kallsyms after the repetition. The result is a per-symbol histogram in
 // Repetition::profile; user-mode samples count as "[user]".
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "collector/perf/perf_source.hpp"
-#include "collector/profile/sample_ring.hpp"
+#include "collector/perf/ring_set.hpp"
 #include "collector/source.hpp"
 
 namespace schedlab {
@@ -49,23 +47,17 @@ class ProfileSource : public Source {
     std::uint64_t user = 0, other = 0, lost = 0, lost_records = 0, throttles = 0;
   };
   void open_all(const AttachTarget& target);
-  void drain_all();
-  void drain_until_stopped();
-  void stop_drainer();
-  void close_all();
+  void count(const perf_event_header& h, const unsigned char* payload, std::size_t size);
   nlohmann::json histogram() const;
 
   ProfileOptions options_;
   PerfOpener opener_;
-  std::vector<int> fds_;
-  std::vector<SampleRing> rings_;
+  RingSet rings_;
   std::string scope_name_;
   nlohmann::json sampling_ = nlohmann::json::object();
   int open_errno_ = 0;
   std::string open_reason_;
   Tally tally_;
-  int stop_fd_ = -1;  // eventfd that wakes the drainer to finish
-  std::thread drainer_;
 };
 
 }  // namespace schedlab

@@ -14,6 +14,7 @@
 #include "collector/sysinfo/sysinfo.hpp"
 #include "collector/sysstats/schedstat_source.hpp"
 #include "collector/sysstats/system_stats_source.hpp"
+#include "collector/trace/trace_source.hpp"
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -166,8 +167,11 @@ nlohmann::json instrumentation_record(const DiagnosticsPlan& d) {
   return {
       {"timed", {{"profile", false}, {"schedstats", "read as found (kernel.sched_schedstats unchanged)"}}},
       {"diagnostic",
-       {{"repetitions", d.repetitions},
+       {{"repetitions", d.count()},
         {"profile", d.profile},
+        {"profile_repetitions", d.profile ? d.repetitions : 0},
+        {"trace", d.trace},
+        {"trace_repetitions", d.trace ? 1 : 0},
         {"profile_event", d.profile_options.event},
         {"profile_frequency_hz", d.profile_options.frequency_hz},
         {"schedstats", "switched on for each diagnostic repetition where kernel.sched_schedstats was 0"}}}};
@@ -181,7 +185,7 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
   const auto& plan = run.plan();
   RunOutcome outcome;
   const std::string run_id = make_run_id(plan.seed);
-  const int diagnostic = plan.diagnostics.profile ? plan.diagnostics.repetitions : 0;
+  const int diagnostic = plan.diagnostics.count();
   const int per_instance = plan.repetitions + 1 + diagnostic;
   const int total = plan.trials * static_cast<int>(run.instances().size()) * per_instance;
   const double start = monotonic_seconds();
@@ -245,8 +249,11 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
         req.sources.push_back(std::make_unique<SystemStatsSource>());
         req.sources.push_back(std::make_unique<SchedstatSource>(
             run.paths(), is_diagnostic ? SchedstatsSwitch::kOnForRepetition : SchedstatsSwitch::kAsFound));
-        if (is_diagnostic)
+        const int diagnostic_index = r - plan.repetitions - 1;
+        if (is_diagnostic && plan.diagnostics.profile && diagnostic_index < plan.diagnostics.repetitions)
           req.sources.push_back(std::make_unique<ProfileSource>(plan.diagnostics.profile_options));
+        else if (is_diagnostic)
+          req.sources.push_back(std::make_unique<TraceSource>(run.paths()));
         req.timeout_s = plan.timeout_s;
         req.isolation = plan.isolation;
         req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);
@@ -261,7 +268,7 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
           rep.reason = std::string("the runner could not run this repetition: ") + e.what();
         }
         rep.warmup = r == 0;
-        rep.index = r == 0 ? 0 : is_diagnostic ? r - plan.repetitions - 1 : r - 1;
+        rep.index = r == 0 ? 0 : is_diagnostic ? diagnostic_index : r - 1;
         work_s += rep.duration_s;
         ++done;
         progress.finished(ps, rep);

@@ -30,6 +30,8 @@ struct DiagnosticsPlan {
   bool profile = false;
   ProfileOptions profile_options;
   int repetitions = 1;  // per instance and trial, when profiling
+  bool trace = false;   // one more diagnostic repetition with the scheduler tracepoints
+  int count() const { return (profile ? repetitions : 0) + (trace ? 1 : 0); }
 };
 
 struct RunPlan {

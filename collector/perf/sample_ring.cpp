@@ -1,4 +1,4 @@
-#include "collector/profile/sample_ring.hpp"
+#include "collector/perf/sample_ring.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

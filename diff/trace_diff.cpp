@@ -1,0 +1,108 @@
+#include "diff/trace_diff.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/result.hpp"
+
+namespace schedlab {
+namespace {
+
+struct TraceSums {
+  std::size_t repetitions = 0;
+  double operations = 0;
+  bool every_rep_has_operations = true;
+  std::map<std::string, double> totals;  // summed over repetitions
+  double latency_weighted = 0;           // mean latency x wakeups, to average over repetitions
+  double latency_max = 0;
+};
+
+TraceSums sum_traces(const InstanceSamples& side) {
+  TraceSums s;
+  for (const Instance* in : side.all) {
+    for (const auto& rep : in->diagnostics) {
+      if (!rep.ok() || rep.trace.value("status", "") != status::kOk) continue;
+      ++s.repetitions;
+      const auto& t = rep.trace.at("totals");
+      for (const char* key : {"switches", "preempted", "migrations", "run_s", "wait_s", "wakeups", "tasks"})
+        s.totals[key] += t.value(key, 0.0);
+      s.latency_weighted += t.value("wakeup_latency_mean_us", 0.0) * t.value("wakeups", 0.0);
+      s.latency_max = std::max(s.latency_max, t.value("wakeup_latency_max_us", 0.0));
+      auto ops = rep.metrics.find("operations");
+      if (ops == rep.metrics.end() || !(ops->second.value > 0))
+        s.every_rep_has_operations = false;
+      else
+        s.operations += ops->second.value;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+TraceDiff diff_traces(const std::string& side, const InstanceSamples& base, const InstanceSamples& other) {
+  TraceDiff d;
+  d.side = side;
+  const auto a = sum_traces(base), b = sum_traces(other);
+  d.base_repetitions = a.repetitions;
+  d.other_repetitions = b.repetitions;
+  if (a.repetitions == 0 || b.repetitions == 0) return d;
+  const bool per_op = a.every_rep_has_operations && b.every_rep_has_operations;
+  d.per = per_op ? "operation" : "repetition";
+  const double a_div = per_op ? a.operations : static_cast<double>(a.repetitions);
+  const double b_div = per_op ? b.operations : static_cast<double>(b.repetitions);
+  const std::string per = per_op ? "/op" : "/rep";
+  auto rate = [&](const char* key, const std::string& measure, const std::string& unit, double scale) {
+    d.rows.push_back(
+        {measure, unit + per, a.totals.at(key) * scale / a_div, b.totals.at(key) * scale / b_div});
+  };
+  rate("switches", "context switches", "", 1);
+  rate("preempted", "preemptions (switched out runnable)", "", 1);
+  rate("migrations", "migrations", "", 1);
+  rate("run_s", "time running", "us", 1e6);
+  rate("wait_s", "time runnable, waiting for a CPU", "us", 1e6);
+  rate("wakeups", "wakeups", "", 1);
+  auto mean_latency = [](const TraceSums& s) {
+    return s.totals.at("wakeups") > 0 ? s.latency_weighted / s.totals.at("wakeups") : 0.0;
+  };
+  d.rows.push_back({"wakeup-to-run latency, mean", "us", mean_latency(a), mean_latency(b)});
+  d.rows.push_back({"wakeup-to-run latency, max", "us", a.latency_max, b.latency_max});
+  d.rows.push_back({"tasks traced per repetition", "",
+                    a.totals.at("tasks") / static_cast<double>(a.repetitions),
+                    b.totals.at("tasks") / static_cast<double>(b.repetitions)});
+  return d;
+}
+
+std::string format_trace_diff(const TraceDiff& d, const std::string& base_name) {
+  if (d.rows.empty()) {
+    return fmt::format("  trace {} -> {}: no traced repetition on {} (run --trace on both sides)\n",
+                       base_name, d.side, d.base_repetitions == 0 ? base_name : d.side);
+  }
+  std::string out = fmt::format(
+      "  trace {} -> {}: the workload's tasks in {} vs {} traced repetitions (exploratory: one repetition "
+      "per "
+      "trial)\n",
+      base_name, d.side, d.base_repetitions, d.other_repetitions);
+  out += fmt::format("    {:<46} {:>14} {:>14} {:>9}\n", "measure", base_name.substr(0, 14),
+                     d.side.substr(0, 14), "change");
+  for (const auto& r : d.rows) {
+    const auto change = r.base != 0 ? fmt::format("{:+.1f}%", (r.other - r.base) / r.base * 100) : "";
+    out += fmt::format("    {:<46} {:>14.4g} {:>14.4g} {:>9}\n",
+                       r.measure + (r.unit.empty() ? "" : " (" + r.unit + ")"), r.base, r.other, change);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const TraceDiff& d) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : d.rows)
+    rows.push_back({{"measure", r.measure}, {"unit", r.unit}, {"base", r.base}, {"other", r.other}});
+  return {{"side", d.side},
+          {"normalised_per", d.per},
+          {"base_repetitions", d.base_repetitions},
+          {"other_repetitions", d.other_repetitions},
+          {"rows", rows}};
+}
+
+}  // namespace schedlab
