@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/histogram.hpp"
 #include "workloads/common/placement.hpp"
+#include "workloads/common/task_sched.hpp"
 #include "workloads/common/task_setup.hpp"
 #include "workloads/wakeup/kernbench_load.hpp"
 
@@ -100,6 +101,7 @@ struct ThreadStats {
   std::uint64_t wakeups = 0;
   long timer_slack_ns = -1;  // as the kernel reports it after set-up
   int cpu = -1;
+  std::optional<TaskSched> sched;  // /proc/thread-self/sched over the wake loop
 };
 
 // Sleeps to absolute deadlines like cyclictest's clock_nanosleep mode: after an overrun, the
@@ -238,7 +240,10 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
       ready.arrive_and_wait();
       if (errors[i]) return;
       try {
+        const auto sched0 = read_own_task_sched();
         wake_loop(s, o.period_ns, end_ns.load());
+        const auto sched1 = read_own_task_sched();
+        if (sched0 && sched1) s.sched = task_sched_delta(*sched0, *sched1);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -272,6 +277,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
                           {"timer_slack_ns", s.timer_slack_ns},
                           {"p50_us", s.histogram.percentile_us(0.5)},
                           {"max_us", static_cast<double>(s.histogram.max_ns()) / 1000.0}});
+    if (s.sched) per_thread.back()["sched"] = *s.sched;
   }
   if (all.count() == 0) throw Error("no wakeup recorded: the duration is shorter than one period");
 

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "workloads/common/placement.hpp"
+#include "workloads/common/task_sched.hpp"
 #include "workloads/common/task_setup.hpp"
 
 namespace schedlab {
@@ -39,22 +40,13 @@ Options options_from(const ParamValues& p) {
           parse_policy(p.at("policy").get<std::string>())};
 }
 
-// se.nr_migrations of the calling thread; -1 where the kernel has no /proc/<tid>/sched.
-long long thread_migrations() {
-  auto text = read_text("/proc/thread-self/sched");
-  if (!text) return -1;
-  auto pos = text->find("se.nr_migrations");
-  if (pos == std::string::npos) return -1;
-  auto colon = text->find(':', pos);
-  return colon == std::string::npos ? -1 : std::atoll(text->c_str() + colon + 1);
-}
-
 struct YielderStats {
   int cpu = -1;
   long long yields = 0;
   std::int64_t start_ns = 0, end_ns = 0;
   long voluntary = 0, involuntary = 0;
   long long migrations = -1;
+  std::optional<TaskSched> sched;  // /proc/thread-self/sched over the loop
 };
 
 }  // namespace
@@ -154,18 +146,22 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
       if (setup(i, "schedlab-yield", true)) {
         rusage r0{}, r1{};
         getrusage(RUSAGE_THREAD, &r0);
-        const long long m0 = thread_migrations();
+        const auto sched0 = read_own_task_sched();
         const long long n = o.yields;
         s.start_ns = monotonic_ns();
         long long k = 0;
         for (; k < n && !stop_yielding.load(std::memory_order_relaxed); ++k) syscall(SYS_sched_yield);
         s.end_ns = monotonic_ns();
         getrusage(RUSAGE_THREAD, &r1);
-        const long long m1 = thread_migrations();
+        const auto sched1 = read_own_task_sched();
         s.yields = k;
         s.voluntary = r1.ru_nvcsw - r0.ru_nvcsw;
         s.involuntary = r1.ru_nivcsw - r0.ru_nivcsw;
-        s.migrations = (m0 < 0 || m1 < 0) ? -1 : m1 - m0;
+        if (sched0 && sched1) {
+          s.sched = task_sched_delta(*sched0, *sched1);
+          if (auto it = s.sched->find("se.nr_migrations"); it != s.sched->end())
+            s.migrations = static_cast<long long>(it->second);
+        }
       }
       std::lock_guard lock(mu);
       ++done;
@@ -216,6 +212,7 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
                           {"voluntary_switches", s.voluntary},
                           {"involuntary_switches", s.involuntary},
                           {"migrations", s.migrations}});
+    if (s.sched) per_thread.back()["sched"] = *s.sched;
   }
   if (yields == 0)
     throw Error("no yield completed before the time cap of " + std::to_string(o.duration_s) + " s");
