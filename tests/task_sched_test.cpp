@@ -46,6 +46,7 @@ TEST(TaskSched, DeltaKeepsCountersAndDropsPointInTimeFields) {
   EXPECT_FALSE(d.count("se.vruntime"));
   EXPECT_FALSE(d.count("se.exec_start"));
   EXPECT_FALSE(d.count("wait_max"));
+  EXPECT_FALSE(d.count("se.avg.load_sum"));
 }
 
 TEST(TaskSched, ThisMachinesOwnFile) {

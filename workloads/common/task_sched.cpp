@@ -9,6 +9,7 @@ namespace schedlab {
 namespace {
 
 bool counts(const std::string& key) {
+  if (key.rfind("se.avg.", 0) == 0) return false;  // PELT's decaying sums: a state, not a count
   const auto last_dot = key.rfind('.');
   const std::string base = last_dot == std::string::npos ? key : key.substr(last_dot + 1);
   return base.rfind("nr_", 0) == 0 || base.find("_sum") != std::string::npos ||
