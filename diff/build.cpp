@@ -237,7 +237,7 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
                            const std::vector<SideData>& data, const std::vector<bool>& pairable,
                            const DiffOptions& o) {
   const Instance& in = *base.first;
-  InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}, {}, {}};
+  InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}, {}, {}, {}};
   for (const auto& [name, trials] : base.metrics) {
     auto m = metric_row(name, "metric", trials, data, key, pairable, o);
     if (auto it = in.metric_info.find(name); it != in.metric_info.end()) {
@@ -282,6 +282,8 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
     if (!s) continue;
     auto t = diff_traces(data[i].side->name, base, *s);
     if (t.base_repetitions > 0 || t.other_repetitions > 0) d.traces.push_back(std::move(t));
+    auto schedstat = diff_diagnostic_schedstat(data[i].side->name, base, *s);
+    if (!schedstat.rows.empty()) d.schedstat.push_back(std::move(schedstat));
   }
   return d;
 }

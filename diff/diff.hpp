@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/metric.hpp"
+#include "diff/diagnostics_diff.hpp"
 #include "diff/profile_diff.hpp"
 #include "diff/sides.hpp"
-#include "diff/trace_diff.hpp"
 
 namespace schedlab {
 
@@ -82,10 +82,11 @@ struct InstanceDiff {
   nlohmann::json params;
   std::string workload_version;
   std::vector<MetricDiff> metrics;
-  std::vector<FailureRate> failures;      // base first
-  std::vector<std::string> missing_from;  // sides without this instance
-  std::vector<ProfileDiff> profiles;      // one per other side, when either side was profiled
-  std::vector<TraceDiff> traces;          // one per other side, when either side was traced
+  std::vector<FailureRate> failures;       // base first
+  std::vector<std::string> missing_from;   // sides without this instance
+  std::vector<ProfileDiff> profiles;       // one per other side, when either side was profiled
+  std::vector<DiagnosticTable> traces;     // one per other side, when either side was traced
+  std::vector<DiagnosticTable> schedstat;  // one per other side with schedstat in diagnostic repetitions
 };
 
 struct EnvironmentDifference {

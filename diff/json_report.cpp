@@ -70,9 +70,12 @@ nlohmann::json instance_json(const InstanceDiff& in) {
   for (const auto& p : in.profiles) profiles.push_back(to_json(p));
   nlohmann::json traces = nlohmann::json::array();
   for (const auto& t : in.traces) traces.push_back(to_json(t));
+  nlohmann::json schedstat = nlohmann::json::array();
+  for (const auto& t : in.schedstat) schedstat.push_back(to_json(t));
   return {{"id", in.id},
           {"profiles", profiles},
           {"traces", traces},
+          {"diagnostic_schedstat", schedstat},
           {"workload", in.workload},
           {"workload_version", in.workload_version},
           {"params", in.params},

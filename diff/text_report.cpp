@@ -150,7 +150,8 @@ void append_instance(std::string& out, const InstanceDiff& in, const DiffResult&
                                                      p.base_repetitions, p.other_repetitions));
     out += format_diffprofile(p, diff.options.profile);
   }
-  for (const auto& t : in.traces) out += format_trace_diff(t, diff.sides.front().name);
+  for (const auto& t : in.traces) out += format_diagnostic_table(t, diff.sides.front().name);
+  for (const auto& t : in.schedstat) out += format_diagnostic_table(t, diff.sides.front().name);
   out += "\n";
 }
 

@@ -1,4 +1,4 @@
-#include "diff/trace_diff.hpp"
+#include "diff/diagnostics_diff.hpp"
 
 #include <cmath>
 
@@ -41,8 +41,10 @@ TraceSums sum_traces(const InstanceSamples& side) {
 
 }  // namespace
 
-TraceDiff diff_traces(const std::string& side, const InstanceSamples& base, const InstanceSamples& other) {
-  TraceDiff d;
+DiagnosticTable diff_traces(const std::string& side, const InstanceSamples& base,
+                            const InstanceSamples& other) {
+  DiagnosticTable d;
+  d.kind = "trace";
   d.side = side;
   const auto a = sum_traces(base), b = sum_traces(other);
   d.base_repetitions = a.repetitions;
@@ -74,16 +76,81 @@ TraceDiff diff_traces(const std::string& side, const InstanceSamples& base, cons
   return d;
 }
 
-std::string format_trace_diff(const TraceDiff& d, const std::string& base_name) {
+namespace {
+
+struct CounterSums {
+  std::size_t repetitions = 0;
+  double operations = 0;
+  bool every_rep_has_operations = true;
+  std::map<std::string, double> values;
+  std::map<std::string, std::string> units;
+};
+
+CounterSums sum_diagnostic_schedstat(const InstanceSamples& side) {
+  CounterSums s;
+  for (const Instance* in : side.all) {
+    for (const auto& rep : in->diagnostics) {
+      if (!rep.ok()) continue;
+      bool any = false;
+      for (const auto& [name, c] : rep.counters) {
+        if (name.rfind("schedstat.", 0) != 0 || name.find("/op") != std::string::npos || !c.ok()) continue;
+        s.values[name] += c.value;
+        s.units[name] = c.unit;
+        any = true;
+      }
+      if (!any) continue;
+      ++s.repetitions;
+      auto ops = rep.metrics.find("operations");
+      if (ops == rep.metrics.end() || !(ops->second.value > 0))
+        s.every_rep_has_operations = false;
+      else
+        s.operations += ops->second.value;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+DiagnosticTable diff_diagnostic_schedstat(const std::string& side, const InstanceSamples& base,
+                                          const InstanceSamples& other) {
+  DiagnosticTable d;
+  d.kind = "schedstat";
+  d.side = side;
+  const auto a = sum_diagnostic_schedstat(base), b = sum_diagnostic_schedstat(other);
+  d.base_repetitions = a.repetitions;
+  d.other_repetitions = b.repetitions;
+  if (a.repetitions == 0 || b.repetitions == 0) return d;
+  const bool per_op = a.every_rep_has_operations && b.every_rep_has_operations;
+  d.per = per_op ? "operation" : "repetition";
+  const double a_div = per_op ? a.operations : static_cast<double>(a.repetitions);
+  const double b_div = per_op ? b.operations : static_cast<double>(b.repetitions);
+  for (const auto& [name, value] : a.values) {
+    auto it = b.values.find(name);
+    if (it == b.values.end()) continue;
+    const auto& unit = a.units.at(name);
+    d.rows.push_back(
+        {name, (unit == "count" ? "" : unit) + (per_op ? "/op" : "/rep"), value / a_div, it->second / b_div});
+  }
+  return d;
+}
+
+std::string format_diagnostic_table(const DiagnosticTable& d, const std::string& base_name) {
+  const bool trace = d.kind == "trace";
   if (d.rows.empty()) {
+    if (!trace) return "";  // schedstat absent or off on a side: the counter rows already say why
     return fmt::format("  trace {} -> {}: no traced repetition on {} (run --trace on both sides)\n",
                        base_name, d.side, d.base_repetitions == 0 ? base_name : d.side);
   }
-  std::string out = fmt::format(
-      "  trace {} -> {}: the workload's tasks in {} vs {} traced repetitions (exploratory: one repetition "
-      "per "
-      "trial)\n",
-      base_name, d.side, d.base_repetitions, d.other_repetitions);
+  std::string out =
+      trace ? fmt::format(
+                  "  trace {} -> {}: the workload's tasks in {} vs {} traced repetitions (exploratory: "
+                  "one repetition per trial)\n",
+                  base_name, d.side, d.base_repetitions, d.other_repetitions)
+            : fmt::format(
+                  "  schedstat {} -> {}: {} vs {} diagnostic repetitions, kernel.sched_schedstats on "
+                  "(exploratory)\n",
+                  base_name, d.side, d.base_repetitions, d.other_repetitions);
   out += fmt::format("    {:<46} {:>14} {:>14} {:>9}\n", "measure", base_name.substr(0, 14),
                      d.side.substr(0, 14), "change");
   for (const auto& r : d.rows) {
@@ -94,11 +161,12 @@ std::string format_trace_diff(const TraceDiff& d, const std::string& base_name) 
   return out;
 }
 
-nlohmann::json to_json(const TraceDiff& d) {
+nlohmann::json to_json(const DiagnosticTable& d) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : d.rows)
     rows.push_back({{"measure", r.measure}, {"unit", r.unit}, {"base", r.base}, {"other", r.other}});
-  return {{"side", d.side},
+  return {{"kind", d.kind},
+          {"side", d.side},
           {"normalised_per", d.per},
           {"base_repetitions", d.base_repetitions},
           {"other_repetitions", d.other_repetitions},
