@@ -1,6 +1,7 @@
 #include "workloads/registry.hpp"
 
 #include "core/error.hpp"
+#include "workloads/chat/chat.hpp"
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
 #include "workloads/tbench/tbench.hpp"
@@ -16,6 +17,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"wakeup", [] { return std::make_unique<WakeupWorkload>(); }},
       {"micro", [] { return std::make_unique<MicroWorkload>(); }},
       {"tbench", [] { return std::make_unique<TbenchWorkload>(); }},
+      {"chat", [] { return std::make_unique<ChatWorkload>(); }},
   };
   return kTable;
 }

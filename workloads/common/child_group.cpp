@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -142,6 +143,43 @@ void ChildGroup::kill_all() {
   }
 }
 
+bool ChildGroup::failed(const Child& c) {
+  return c.reaped && !(WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0);
+}
+
+bool ChildGroup::any_failed() const {
+  return std::any_of(children_.begin(), children_.end(), [](const Child& c) { return failed(c); });
+}
+
+void ChildGroup::settle_after_failure() {
+  const std::int64_t until = monotonic_ns() + 500000000LL;
+  for (auto& c : children_) {
+    while (!c.reaped && monotonic_ns() < until) {
+      if (!c.eof) c.eof = !drain(c.report_fd, c.result.report);
+      reap(c, WNOHANG);
+      if (!c.reaped) ::usleep(5000);
+    }
+    if (c.reaped && !c.eof) c.eof = !drain(c.report_fd, c.result.report);
+  }
+}
+
+std::string ChildGroup::describe_failures() {
+  auto describe = [](const Child& c) {
+    std::string what =
+        c.result.name + " (pid " + std::to_string(c.result.pid) + ") " + describe_wait_status(c.wait_status);
+    if (WIFEXITED(c.wait_status) && !c.result.report.empty()) what += ": " + c.result.report;
+    return what;
+  };
+  const Child* cause = nullptr;
+  for (const auto& c : children_)
+    if (failed(c) && (!cause || (WIFSIGNALED(c.wait_status) && !WIFSIGNALED(cause->wait_status)))) cause = &c;
+  std::string what = describe(*cause);
+  for (const auto& c : children_)
+    if (failed(c) && &c != cause) what += "; then " + describe(c);
+  kill_all();
+  return what;
+}
+
 std::vector<ChildReport> ChildGroup::wait_all(std::int64_t deadline_ns) {
   for (;;) {
     // Reap what has exited, and read what the children wrote (a report may exceed a pipe's
@@ -156,19 +194,11 @@ std::vector<ChildReport> ChildGroup::wait_all(std::int64_t deadline_ns) {
       if (!c.reaped && c.pidfd >= 0) fds.push_back({c.pidfd, POLLIN, 0});
       if (!c.eof) fds.push_back({c.report_fd, POLLIN, 0});
     }
-    // A child killed by a signal is the cause; one that then failed for lack of its peer is not.
-    Child* failed = nullptr;
-    for (auto& c : children_) {
-      if (!c.reaped || (WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0)) continue;
-      if (!failed || (WIFSIGNALED(c.wait_status) && !WIFSIGNALED(failed->wait_status))) failed = &c;
-    }
-    if (failed) {
-      std::string what = failed->result.name + " (pid " + std::to_string(failed->result.pid) + ") " +
-                         describe_wait_status(failed->wait_status);
-      if (WIFEXITED(failed->wait_status) && !failed->result.report.empty())
-        what += ": " + failed->result.report;
-      kill_all();
-      throw Error(what);
+    if (any_failed()) {
+      // The others usually fail at once for want of their peer: let them, so that the cause (a
+      // child killed by a signal first) is told apart from its consequences.
+      settle_after_failure();
+      throw Error(describe_failures());
     }
     if (!running) break;
     const std::int64_t left_ns = deadline_ns - monotonic_ns();

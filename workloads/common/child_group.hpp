@@ -54,6 +54,10 @@ class ChildGroup {
     int wait_status = 0;
   };
   void reap(Child& c, int options);
+  static bool failed(const Child& c);  // exited non-zero or by a signal
+  bool any_failed() const;
+  void settle_after_failure();      // waits up to 0.5 s for the others to end
+  std::string describe_failures();  // the cause first; kills the rest
   std::vector<Child> children_;
 };
 
