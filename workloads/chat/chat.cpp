@@ -134,7 +134,7 @@ void serve_connection(int fd, const Options& o, std::vector<std::unique_ptr<Room
 }
 
 std::string server_main(Fd listener, const Options& o, int cpu) {
-  setup_current_thread({"schedlab-chatsrv", cpu, &o.policy, o.nice});
+  setup_current_thread({"schedlab-chatsv", cpu, &o.policy, o.nice});
   std::vector<std::unique_ptr<Room>> rooms;
   for (int r = 0; r < o.rooms; ++r) rooms.push_back(std::make_unique<Room>(o.lock));
   std::latch joined(o.connections());
@@ -155,7 +155,7 @@ std::string server_main(Fd listener, const Options& o, int cpu) {
     conns.emplace_back(fd);
     set_tcp_nodelay(fd);
     threads.emplace_back([&, fd] {
-      name_current_thread("schedlab-chatsrv");
+      name_current_thread("schedlab-chatsv");
       try {
         serve_connection(fd, o, rooms, joined, tally);
       } catch (const std::exception& e) {
@@ -344,14 +344,14 @@ class User {
 };
 
 std::string clients_main(int port, const Options& o, int cpu, std::int64_t deadline_ns) {
-  setup_current_thread({"schedlab-chatcli", cpu, &o.policy, o.nice});
+  setup_current_thread({"schedlab-chatcl", cpu, &o.policy, o.nice});
   const auto n = static_cast<std::size_t>(o.connections());
   std::vector<UserResult> results(n);
   std::vector<std::exception_ptr> errors(n);
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
-      name_current_thread("schedlab-chatcli");
+      name_current_thread("schedlab-chatcl");
       try {
         User user(static_cast<int>(i), port, o, deadline_ns);
         results[i] = user.run();
