@@ -63,7 +63,7 @@ void unpack_report(const std::string& report, const std::string& who, nlohmann::
   summary = nlohmann::json::parse(report.substr(0, newline), nullptr, /*allow_exceptions=*/false);
   if (summary.is_discarded()) throw Error(who + ": report is not JSON");
   samples_ns.resize(binary / sizeof(std::int64_t));
-  std::memcpy(samples_ns.data(), report.data() + newline + 1, binary);
+  if (binary > 0) std::memcpy(samples_ns.data(), report.data() + newline + 1, binary);
 }
 
 std::string describe_wait_status(int wait_status) {
@@ -178,6 +178,21 @@ std::string ChildGroup::describe_failures() {
     if (failed(c) && &c != cause) what += "; then " + describe(c);
   kill_all();
   return what;
+}
+
+void ChildGroup::throw_if_any_ended(const std::string& when) {
+  for (auto& c : children_) {
+    if (!c.eof) c.eof = !drain(c.report_fd, c.result.report);
+    reap(c, WNOHANG);
+  }
+  const auto ended =
+      std::find_if(children_.begin(), children_.end(), [](const Child& c) { return c.reaped; });
+  if (ended == children_.end()) return;
+  settle_after_failure();
+  if (any_failed()) throw Error(describe_failures());
+  const std::string name = ended->result.name;
+  kill_all();
+  throw Error(name + " ended " + when);
 }
 
 std::vector<ChildReport> ChildGroup::wait_all(std::int64_t deadline_ns) {

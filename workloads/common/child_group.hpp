@@ -41,6 +41,11 @@ class ChildGroup {
   // `deadline_ns` (CLOCK_MONOTONIC).
   std::vector<ChildReport> wait_all(std::int64_t deadline_ns);
 
+  // Throws Error (the others then killed) when a child has already ended, successfully or not:
+  // for a parent that waits on its children's start-up, `when` says at what point ("before the
+  // start").
+  void throw_if_any_ended(const std::string& when);
+
   // SIGKILLs the children still running and reaps them.
   void kill_all();
 

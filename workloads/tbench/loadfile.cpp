@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -46,31 +47,41 @@ const std::vector<OpSpec>& op_table() {
   return kOps;
 }
 
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
-    s.replace(pos, from.size(), to);
-}
-
-// Space-separated tokens; double quotes group (and are dropped), as dbench's next_token does.
-std::vector<std::string> tokens_of(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
+// Space-separated tokens, as dbench reads a line: Windows separators become '/', a '/' right after
+// a space is dropped (its " /" -> " " substitution, so unquoted names lose their leading
+// separator), and double quotes group (and are dropped), as its next_token does. `out` keeps its
+// strings' capacity from line to line: client.txt has 458k lines.
+void tokens_of(std::string_view line, std::vector<std::string>& out, std::size_t& count) {
+  count = 0;
   bool quoted = false, in_token = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-      in_token = true;
-    } else if (c == ' ' && !quoted) {
-      if (in_token) out.push_back(cur);
-      cur.clear();
-      in_token = false;
-    } else {
-      cur += c;
+  char previous = 0;
+  auto current = [&]() -> std::string& {
+    if (!in_token) {
+      if (out.size() <= count) out.emplace_back();
+      out[count].clear();
       in_token = true;
     }
+    return out[count];
+  };
+  for (char c : line) {
+    const char raw = c;
+    if (c == '\\') c = '/';
+    if (c == '/' && previous == ' ') {
+      previous = raw;
+      continue;
+    }
+    previous = raw;
+    if (c == '"') {
+      quoted = !quoted;
+      current();
+    } else if (c == ' ' && !quoted) {
+      if (in_token) ++count;
+      in_token = false;
+    } else {
+      current() += c;
+    }
   }
-  if (in_token) out.push_back(cur);
-  return out;
+  if (in_token) ++count;
 }
 
 // A number as dbench's strtol(s, NULL, 0) reads it (decimal, 0x hex, 0 octal), but the whole
@@ -89,32 +100,37 @@ bool parse_number(const std::string& s, std::int64_t& v) {
   return ec == std::errc() && p == digits.data() + digits.size();
 }
 
-std::uint32_t path_length(const std::string& path, int client_id) {
+std::uint32_t path_length(const std::string& path, const std::string& client_name) {
   if (path.empty()) return 0;
   // dbench names client N's directory "client<N>" where the loadfile says "client1".
-  std::string renamed = path;
-  replace_all(renamed, "client1", "client" + std::to_string(client_id));
-  return static_cast<std::uint32_t>(renamed.size());
+  constexpr std::string_view kClient1 = "client1";
+  std::size_t length = path.size();
+  for (std::size_t pos = 0; (pos = path.find(kClient1, pos)) != std::string::npos; pos += kClient1.size())
+    length = length - kClient1.size() + client_name.size();
+  return static_cast<std::uint32_t>(length);
 }
 
 }  // namespace
 
 Loadfile parse_loadfile(std::string_view text, const std::string& source) {
   Loadfile load{source, hex64(fnv1a64(text)), {}};
-  std::istringstream in{std::string(text)};
+  std::vector<std::string> tok_storage;
+  std::size_t ntok = 0;
   int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
     ++line_no;
     auto fail = [&](const std::string& what) {
       return InputError(source + ":" + std::to_string(line_no) + ": " + what);
     };
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    // dbench's own normalisation: Windows separators become '/', and a leading '\' of an
-    // unquoted name is dropped.
-    replace_all(line, "\\", "/");
-    replace_all(line, " /", " ");
-    const auto tok = tokens_of(line);
-    if (tok.size() < 2 || tok[0][0] == '#') continue;  // blank lines and comments, as dbench skips
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    tokens_of(line, tok_storage, ntok);
+    const std::span<const std::string> tok(tok_storage.data(), ntok);
+    if (tok.size() < 2 || tok[0].empty() || tok[0][0] == '#')
+      continue;  // blank lines and comments, as dbench
     if (tok[0].rfind("SMB", 0) == 0)
       throw fail("'" + tok[0] + "' is a dbench 1 operation; this reads dbench 4 loadfiles");
     if (tok[0][0] >= '0' && tok[0][0] <= '9')
@@ -170,8 +186,9 @@ std::vector<Exchange> exchanges_for_client(const Loadfile& load, int client_id) 
   // The sizes of tbench's sockio backend (dbench 4.0): a 39-byte SMB header plus the fields
   // each request and reply carries; names travel as UTF-16 (two bytes a character).
   constexpr std::uint32_t kHeader = 39;
+  const std::string client_name = "client" + std::to_string(client_id);
   for (const auto& op : load.ops) {
-    const std::uint32_t n1 = path_length(op.path1, client_id), n2 = path_length(op.path2, client_id);
+    const std::uint32_t n1 = path_length(op.path1, client_name), n2 = path_length(op.path2, client_name);
     const auto count = static_cast<std::uint32_t>(op.count);
     Exchange e;
     switch (op.kind) {

@@ -1,6 +1,7 @@
 #include "workloads/tbench/tbench.hpp"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/histogram.hpp"
+#include "core/pipe.hpp"
 #include "workloads/common/child_group.hpp"
 #include "workloads/common/placement.hpp"
 #include "workloads/common/socket_io.hpp"
@@ -26,8 +28,9 @@ namespace {
 using tbench::Exchange;
 
 // Beyond the measured window, how long the workload waits for its processes before it kills
-// them and fails the repetition.
+// them and fails the repetition; and how long they may take to connect and get ready.
 constexpr double kGraceS = 10;
+constexpr double kSetupLimitS = 60;
 // tbench's request and reply start with two 32-bit lengths: what follows the first word, and the
 // reply's length after its first word.
 constexpr std::size_t kLengthWords = 8;
@@ -193,8 +196,14 @@ void exchange_in_thread(int client_fd, int server_fd, std::vector<char>& client_
   check_reply_length(len, e);
 }
 
-std::string client_main(int id, int port, const Options& o, const std::vector<Exchange>& script, int cpu,
-                        const Window& w) {
+// A client's part of the common start: it says it is ready on `ready`, then reads the window
+// from `go` (one 16-byte record per client: atomic in a pipe).
+struct StartLine {
+  int ready, go;
+};
+
+std::string client_main(int id, int port, const Options& o, const tbench::Loadfile& loadfile, int cpu,
+                        const StartLine& start) {
   setup_current_thread({"schedlab-tbcli", cpu, &o.policy, o.nice});
   const bool same_thread = o.placement == Placement::kSameThread;
   Fd conn, server_end;
@@ -215,6 +224,17 @@ std::string client_main(int id, int port, const Options& o, const std::vector<Ex
       exchange_over_tcp(conn.get(), buf, e);
   };
   run_one({8, 8, 0, 0});  // tbench's hello, outside the tally
+  // Each client sizes its own exchanges (its name is in the paths) before the start: with
+  // client.txt's 458k lines that takes a while, and no window must open before every client can run.
+  const auto script = tbench::exchanges_for_client(loadfile, id);
+  const char one = 1;
+  if (::write(start.ready, &one, 1) != 1) throw SystemError("write (ready)", errno);
+  Window w{};
+  ssize_t n;
+  do {
+    n = ::read(start.go, &w, sizeof w);
+  } while (n < 0 && errno == EINTR);
+  if (n != sizeof w) throw Error("no start from the workload");
   ClientTally tally;
   tally.latencies_ns.reserve(1 << 16);
   for (std::int64_t now = monotonic_ns(); now < w.to_ns;) {
@@ -223,10 +243,10 @@ std::string client_main(int id, int port, const Options& o, const std::vector<Ex
         ::usleep(e.sleep_us);
         continue;
       }
-      const std::int64_t start = now;
+      const std::int64_t op_start = now;
       run_one(e);
       now = monotonic_ns();
-      tally.count(e, start, now, w);
+      tally.count(e, op_start, now, w);
       if (now >= w.to_ns) break;
     }
   }
@@ -334,20 +354,37 @@ WorkloadResult TbenchWorkload::run(const ParamValues& params, const WorkloadCont
     listener = listen_on_loopback(o.port, o.clients + 8, "tbench server");
     port = local_port(listener.get());
   }
-  const std::int64_t start_ns = monotonic_ns();
-  const Window w{start_ns + static_cast<std::int64_t>(o.warmup_s * 1e9),
-                 start_ns + static_cast<std::int64_t>((o.warmup_s + o.duration_s) * 1e9)};
+  Pipe ready, go;
+  const StartLine start{ready.write, go.read};
   ChildGroup group;
   if (o.placement != Placement::kSameThread)
     group.spawn("tbench server", [&] { return server_main(std::move(listener), o, cpus); });
   for (int i = 0; i < o.clients; ++i) {
     group.spawn("tbench client " + std::to_string(i), [&, i] {
       listener.reset();  // the server's, inherited
-      // Each client sizes its own exchanges: its name is in the paths, and client.txt has 458k lines.
-      return client_main(i, port, o, tbench::exchanges_for_client(loadfile, i),
-                         cpus[static_cast<std::size_t>(2 * i)], w);
+      return client_main(i, port, o, loadfile, cpus[static_cast<std::size_t>(2 * i)], start);
     });
   }
+  listener.reset();
+  ready.close_write();
+  // Every client connected and ready, or one of them (or the server) gone, or the set-up limit.
+  const std::int64_t setup_deadline = monotonic_ns() + static_cast<std::int64_t>(kSetupLimitS * 1e9);
+  for (int readied = 0; readied < o.clients;) {
+    group.throw_if_any_ended("before the start");
+    if (monotonic_ns() > setup_deadline)
+      throw Error("only " + std::to_string(readied) + " of " + std::to_string(o.clients) +
+                  " clients ready after " + std::to_string(static_cast<int>(kSetupLimitS)) + " s");
+    pollfd p{ready.read, POLLIN, 0};
+    if (::poll(&p, 1, 100) < 0 && errno != EINTR) throw SystemError("poll", errno);
+    char buf[256];
+    const ssize_t n = (p.revents & POLLIN) ? ::read(ready.read, buf, sizeof buf) : 0;
+    if (n > 0) readied += static_cast<int>(n);
+  }
+  const std::int64_t start_ns = monotonic_ns();
+  const Window w{start_ns + static_cast<std::int64_t>(o.warmup_s * 1e9),
+                 start_ns + static_cast<std::int64_t>((o.warmup_s + o.duration_s) * 1e9)};
+  for (int i = 0; i < o.clients; ++i)
+    if (::write(go.write, &w, sizeof w) != sizeof w) throw SystemError("write (go)", errno);
   listener.reset();
   const auto reports = group.wait_all(w.to_ns + static_cast<std::int64_t>(kGraceS * 1e9));
 
