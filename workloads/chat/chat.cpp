@@ -207,10 +207,10 @@ class User {
     // were let go earlier can come before it.
     while (go_ns_ == 0) {
       check_deadline(expected);
-      if (!receive()) {
-        pollfd p{conn_.get(), POLLIN, 0};
-        if (::poll(&p, 1, 100) < 0 && errno != EINTR) throw SystemError("poll", errno);
-      }
+      pollfd p{conn_.get(), POLLIN, 0};
+      const int ready = ::poll(&p, 1, 100);
+      if (ready < 0 && errno != EINTR) throw SystemError("poll", errno);
+      if (ready > 0) receive();
     }
     const std::int64_t start_ns = go_ns_;
     result_.first_send_ns = start_ns;
@@ -230,13 +230,13 @@ class User {
             wait_ms = static_cast<int>(std::min<std::int64_t>(wait_ms, (due - now) / 1000000 + 1));
         }
       }
-      if (!out_.empty() && !flush()) {
-        pollfd p{conn_.get(), POLLIN | POLLOUT, 0};
-        if (::poll(&p, 1, wait_ms) < 0 && errno != EINTR) throw SystemError("poll", errno);
-      } else if (!receive()) {
-        pollfd p{conn_.get(), POLLIN, 0};
-        if (::poll(&p, 1, wait_ms) < 0 && errno != EINTR) throw SystemError("poll", errno);
-      }
+      if (!out_.empty()) flush();
+      if (result_.deliveries >= expected && sent_ >= o_.messages && out_.empty()) break;
+      // Sleep until there is something to read (or room to write); then one read takes what came.
+      pollfd p{conn_.get(), static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
+      const int ready = ::poll(&p, 1, wait_ms);
+      if (ready < 0 && errno != EINTR) throw SystemError("poll", errno);
+      if (ready > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) receive();
     }
     return std::move(result_);
   }
@@ -277,10 +277,11 @@ class User {
     return true;
   }
 
-  // Reads what is there and takes every complete message; false when nothing was there.
-  bool receive() {
+  // Reads what is there (one read unless it filled the buffer: poll said there is data, and a
+  // read that only finds the socket empty would be a system call for nothing) and takes every
+  // complete message.
+  void receive() {
     char buf[65536];
-    bool got = false;
     for (;;) {
       ssize_t n = ::recv(conn_.get(), buf, sizeof buf, 0);
       if (n < 0 && errno == EINTR) continue;
@@ -288,7 +289,7 @@ class User {
       if (n < 0) throw SystemError("user " + std::to_string(id_) + ": recv", errno);
       if (n == 0) throw Error("user " + std::to_string(id_) + ": the server closed the connection");
       in_.append(buf, static_cast<std::size_t>(n));
-      got = true;
+      if (static_cast<std::size_t>(n) < sizeof buf) break;
     }
     std::size_t pos = 0;
     const std::int64_t now = monotonic_ns();
@@ -307,7 +308,6 @@ class User {
       pos += size;
     }
     in_.erase(0, pos);
-    return got;
   }
 
   // Every member gets every message of its room exactly once, each sender's in order.
