@@ -134,6 +134,10 @@ std::string server_main(Fd listener, const Options& o, const std::vector<int>& c
   return "{}\n";
 }
 
+double seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+}
+
 // What one client did: in the measured window (ops, bytes, latencies) and over its whole life.
 struct ClientTally {
   std::uint64_t ops_total = 0, ops = 0, bytes = 0;
@@ -404,6 +408,8 @@ WorkloadResult TbenchWorkload::run(const ParamValues& params, const WorkloadCont
     bytes += s.at("bytes").get<std::uint64_t>();
     s["voluntary_switches"] = r.usage.ru_nvcsw;
     s["involuntary_switches"] = r.usage.ru_nivcsw;
+    s["user_s"] = seconds(r.usage.ru_utime);
+    s["system_s"] = seconds(r.usage.ru_stime);
     per_client.push_back(s);
   }
   if (ops == 0) throw Error("no operation completed inside the measured window");
@@ -428,7 +434,9 @@ WorkloadResult TbenchWorkload::run(const ParamValues& params, const WorkloadCont
   d["port"] = port;
   if (!reports.empty() && reports.front().name == "tbench server")
     d["server"] = {{"voluntary_switches", reports.front().usage.ru_nvcsw},
-                   {"involuntary_switches", reports.front().usage.ru_nivcsw}};
+                   {"involuntary_switches", reports.front().usage.ru_nivcsw},
+                   {"user_s", seconds(reports.front().usage.ru_utime)},
+                   {"system_s", seconds(reports.front().usage.ru_stime)}};
   d["histogram"] = latency.to_json();
   return result;
 }
