@@ -1,8 +1,10 @@
 #include "workloads/registry.hpp"
 
 #include "core/error.hpp"
+#include "workloads/chat/chat.hpp"
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
+#include "workloads/tbench/tbench.hpp"
 #include "workloads/wakeup/wakeup.hpp"
 #include "workloads/yield/yield.hpp"
 
@@ -14,6 +16,8 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"kernbench", [] { return std::make_unique<KernbenchWorkload>(); }},
       {"wakeup", [] { return std::make_unique<WakeupWorkload>(); }},
       {"micro", [] { return std::make_unique<MicroWorkload>(); }},
+      {"tbench", [] { return std::make_unique<TbenchWorkload>(); }},
+      {"chat", [] { return std::make_unique<ChatWorkload>(); }},
   };
   return kTable;
 }
