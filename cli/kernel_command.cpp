@@ -84,6 +84,8 @@ KernelCommand::KernelCommand(CLI::App& app) {
                    "9p: the host's / over virtio-9p, cache=loose; image: ext4 image of /usr, /etc")
       ->default_val("9p");
   boot_->add_option("--timeout", timeout_s_, "Seconds from qemu start to the guest's end")->default_val(900);
+  boot_->add_option("--boot-timeout", boot_timeout_s_, "Seconds from qemu start to the guest's /init")
+      ->default_val(120);
   boot_->add_option("--out", out_, "Host directory for bundles, console log and boot record")
       ->default_val("results");
   boot_->add_option("--state-file", state_file_, "kexec/grub: where the boot state waits for `kernel resume`")
@@ -100,7 +102,7 @@ KernelCommand::KernelCommand(CLI::App& app) {
 
 int KernelCommand::run() const {
   const fs::path dir = recipes_dir_.empty() ? default_recipes_dir() : fs::path(recipes_dir_);
-  const fs::path cache = cache_dir_.empty() ? default_cache_dir() : fs::path(cache_dir_);
+  const fs::path cache = fs::absolute(cache_dir_.empty() ? default_cache_dir() : fs::path(cache_dir_));
 
   if (list_->parsed()) {
     fmt::print("{:<26} {:<22} {:<48} {}\n", "recipe", "label", "source", "cached");
@@ -186,6 +188,7 @@ int KernelCommand::run() const {
   if (root_ != "9p" && root_ != "image") throw InputError("--root " + root_ + ": expected 9p or image");
   req.root = root_ == "image" ? RootMode::kImage : RootMode::k9p;
   req.timeout = std::chrono::seconds(timeout_s_);
+  req.boot_timeout = std::chrono::seconds(boot_timeout_s_);
   req.state_file = state_file_;
   req.schedlab_binary = fs::read_symlink("/proc/self/exe");
   req.work_dir = cache;

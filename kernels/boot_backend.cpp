@@ -33,6 +33,8 @@ QemuTopology parse_topology(const std::string& text) {
     *field = value;
     seen[idx] = true;
   }
+  if (!seen[0] && !seen[1] && !seen[2])
+    throw InputError("--topology " + text + ": expected sockets=N,cores=N,threads=N (each at least 1, once)");
   return t;
 }
 

@@ -47,7 +47,8 @@ struct BootRequest {
   std::string cpu_model;      // empty: qemu64, or Nehalem when the topology has SMT threads
   std::string accel = "tcg";  // tcg | kvm
   RootMode root = RootMode::k9p;
-  std::chrono::seconds timeout{900};
+  std::chrono::seconds timeout{900};       // qemu start to the guest's end
+  std::chrono::seconds boot_timeout{120};  // qemu start to the guest's /init (a kernel that hangs early)
   // lab backends
   std::filesystem::path state_file = "/var/lib/schedlab/boot-state.json";
 };

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <ostream>
 #include <regex>
@@ -223,7 +224,12 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
               {"recipe", state["recipe"]},   {"kernel", state["kernel"]},
               {"running_release", running},  {"staged_at", state["staged_at"]},
               {"resumed_at", now_utc()},     {"run_args", state["run_args"]}};
-  o.record = out_dir / ("boot-" + state["recipe"].value("name", "unknown") + "-resume-" + boot_id + ".json");
+  // One record per staging: its time and the boot that ran it name the file.
+  std::string staged = state.value("staged_at", "");
+  staged.erase(std::remove_if(staged.begin(), staged.end(), [](char c) { return c == ':' || c == '-'; }),
+               staged.end());
+  o.record = out_dir / ("boot-" + state["recipe"].value("name", "unknown") + "-" + staged + "-" +
+                        boot_id.substr(0, 8) + ".json");
   write_file_atomic(o.record, rec.dump(2) + "\n");
   fs::remove(state_file);
   return o;

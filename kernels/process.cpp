@@ -124,7 +124,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   ::fcntl(in_write.fd, F_SETFL, O_NONBLOCK);
   while (out_read.fd >= 0) {
     pollfd fds[2] = {{out_read.fd, POLLIN, 0}, {in_write.fd, POLLOUT, 0}};
-    int timeout_ms = -1;
+    int timeout_ms = options.on_tick ? 1000 : -1;
+    if (options.on_tick && !r.stopped && !options.on_tick(since_start())) {
+      ::kill(-pid, SIGKILL);
+      r.stopped = true;
+    }
     if (options.timeout) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) {

@@ -29,6 +29,8 @@ struct ProcessOptions {
   // Called for each complete output line (without the newline) with the seconds since the start;
   // returning false kills the child's process group (a console pattern that means "give up").
   std::function<bool(const std::string& line, double seconds)> on_line;
+  // Called about once a second with the seconds since the start; returning false kills it as above.
+  std::function<bool(double seconds)> on_tick;
 };
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});

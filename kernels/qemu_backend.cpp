@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <ostream>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -44,6 +45,12 @@ std::vector<std::string> module_roots(const BootRequest& r) {
     roots.insert(roots.end(), {"virtio_blk", "crc32c_generic", "ext4", "overlay"});
   roots.insert(roots.end(), r.recipe.extra_modules.begin(), r.recipe.extra_modules.end());
   return roots;
+}
+
+// The serial console's terminal resets and colours ("\x1b[2J", "\x1bc") are noise in an error message.
+std::string without_escapes(const std::string& text) {
+  static const std::regex escape("\x1b(\\[[0-9;?]*[A-Za-z]|[A-Za-z])");
+  return std::regex_replace(text, escape, "");
 }
 
 std::string utc_stamp() {
@@ -149,12 +156,18 @@ class QemuBackend : public BootBackend {
         }
       return true;
     };
+    opts.on_tick = [&](double t) {
+      if (result.init_s || t < static_cast<double>(r.boot_timeout.count())) return true;
+      failure = fmt::format("no {} within the {} s boot timeout (the kernel hung or did not start)",
+                            kMarkInit, r.boot_timeout.count());
+      return false;
+    };
     auto proc = run_process(argv, opts);
     result.total_s = proc.seconds;
 
     const fs::path console = r.out_dir / ("console-" + r.recipe.name + "-" + stamp + ".log");
     write_file_atomic(console, proc.output, /*replace=*/true);
-    result.console_tail = last_lines(proc.output, kConsoleTailLines);
+    result.console_tail = last_lines(without_escapes(proc.output), kConsoleTailLines);
     for (const auto& f : json_files(r.out_dir))
       if (!before.count(f)) result.bundles.push_back(f);
 
