@@ -102,6 +102,8 @@ class QemuBackend : public BootBackend {
       result.commands.push_back("# initramfs: busybox, /init, modules " + join(module_roots(r)) +
                                 " (+ dependencies) from " + r.kernel.modules.string() + " -> " +
                                 initrd.string());
+      const auto run = guest_run_script(r);  // refuses run arguments that cannot work in the guest
+      result.commands.push_back("# the guest runs: " + last_lines(run, 1));
       if (image)
         result.commands.push_back("# root image: " + image->string() + " (built once from /usr and /etc)");
       result.commands.push_back(command_line(argv));

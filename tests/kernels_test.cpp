@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "cli_util.hpp"
 #include "core/error.hpp"
 #include "kernels/boot_backend.hpp"
 #include "kernels/config_check.hpp"
@@ -335,3 +336,102 @@ TEST(Process, CapturesOutputFeedsInputAndKillsOnTimeoutOrRequest) {
 
 }  // namespace
 }  // namespace schedlab::kernels
+
+namespace schedlab {
+namespace {
+
+using testing::TempDir;
+
+// Through the binary: listings, clear errors, dry runs. Nothing is downloaded or booted.
+TEST(KernelCli, ListAndInfo) {
+  auto list = testing::schedlab("kernel list");
+  EXPECT_EQ(list.code, 0) << list.out;
+  for (const char* name : {"debian-6.1 ", "debian-6.12 ", "debian-6.1-rt ", "debian-6.1-no-gentle "})
+    EXPECT_NE(list.out.find(name), std::string::npos) << name << "\n" << list.out;
+  auto info = testing::schedlab("kernel info debian-6.12-short-slice");
+  EXPECT_EQ(info.code, 0) << info.out;
+  EXPECT_NE(info.out.find("tunable     sched/base_slice_ns = 1000000"), std::string::npos) << info.out;
+  auto unknown = testing::schedlab("kernel info nosuch");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("unknown kernel recipe 'nosuch'"), std::string::npos) << unknown.out;
+}
+
+TEST(KernelCli, APinTheArchiveLacksIsAnErrorNamingUpdate) {
+  if (!kernels::find_tool("apt-cache")) GTEST_SKIP() << "no apt-cache here";
+  TempDir dir;
+  const auto recipes = dir.path() / "recipes";
+  std::filesystem::create_directories(recipes);
+  std::filesystem::copy_file(SCHEDLAB_SOURCE_DIR "/kernels/recipes/debian-6.1.toml",
+                             recipes / "debian-6.1.toml");
+  auto text = *read_text(recipes / "debian-6.1.toml");
+  auto at = text.find("version = \"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "version = \"6.1.0-gone-1\"");
+  std::ofstream(recipes / "debian-6.1.toml") << text;
+  auto o = testing::schedlab("kernel --recipes " + recipes.string() + " --cache-dir " +
+                             (dir.path() / "cache").string() + " fetch debian-6.1");
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(
+      o.out.find(
+          "[source] version: the archive no longer has linux-image-6.1.0-50-amd64 6.1.0-gone-1 (it has: "),
+      std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("run `schedlab kernel update debian-6.1` to re-pin"), std::string::npos) << o.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "cache/kernels")) << "nothing downloaded";
+}
+
+TEST(KernelCli, UpdateRepinsToTheTrackAndSaysWhatChanged) {
+  if (!kernels::find_tool("apt-cache")) GTEST_SKIP() << "no apt-cache here";
+  TempDir dir;
+  std::filesystem::copy_file(SCHEDLAB_SOURCE_DIR "/kernels/recipes/debian-6.1.toml",
+                             dir.path() / "debian-6.1.toml");
+  const auto policy = kernels::apt_policy("linux-image-amd64");
+  if (!policy.candidate) GTEST_SKIP() << "apt has no linux-image-amd64 candidate (apt-get update?)";
+  auto o = testing::schedlab("kernel --recipes " + dir.path().string() + " update debian-6.1");
+  EXPECT_EQ(o.code, 0) << o.out;
+  auto after = kernels::load_recipe(dir.path(), "debian-6.1");
+  // linux-image-amd64 depends on exactly one linux-image-ABI package at its candidate version.
+  EXPECT_EQ(after.package.version, *policy.candidate) << o.out;
+  EXPECT_EQ(after.package.package, "linux-image-" + after.package.release);
+  auto again = testing::schedlab("kernel --recipes " + dir.path().string() + " update debian-6.1");
+  EXPECT_EQ(again.code, 0);
+  EXPECT_NE(again.out.find("the pin is unchanged"), std::string::npos) << again.out;
+  auto derived = testing::schedlab("kernel update debian-6.1-no-gentle");
+  EXPECT_EQ(derived.code, 2);
+  EXPECT_NE(derived.out.find("derives its kernel from debian-6.1: update that recipe"), std::string::npos)
+      << derived.out;
+}
+
+TEST(KernelCli, QemuDryRunShowsTheGuestTopology) {
+  TempDir dir;
+  auto o =
+      testing::schedlab("kernel --cache-dir " + dir.path().string() +
+                        " boot debian-6.1 --dry-run --smp 8 --topology sockets=2,cores=2,threads=2 --numa 2 "
+                        "--memory 2048 --out " +
+                        (dir.path() / "out").string() + " -- run --workload yield");
+  EXPECT_EQ(o.code, 0) << o.out;
+  for (const char* part :
+       {"-cpu Nehalem -smp 8,sockets=2,cores=2,threads=2 -m 2048",
+        "-object memory-backend-ram,id=m1,size=1024M", "-numa node,nodeid=1,cpus=4-7,memdev=m1",
+        "mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs schedlab.accel=tcg"})
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out"));
+  auto bad = testing::schedlab(
+      "kernel boot debian-6.1 --dry-run --smp 4 --topology sockets=2,cores=2,threads=2 -- run");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--topology gives 8 CPUs but --smp is 4"), std::string::npos) << bad.out;
+  auto out_arg = testing::schedlab("kernel --cache-dir " + dir.path().string() +
+                                   " boot debian-6.1 --dry-run -- run --out /tmp/x");
+  EXPECT_EQ(out_arg.code, 2) << out_arg.out;
+}
+
+TEST(KernelCli, KexecDryRunPrintsTheCommands) {
+  auto o = testing::schedlab("kernel boot debian-6.1 --backend kexec --dry-run -- run --workload yield");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("kexec -l /boot/vmlinuz-6.1.0-"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nsync\n"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace schedlab
