@@ -158,10 +158,13 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         r.output.append(buf, static_cast<std::size_t>(got));
       else if (got == 0 || (errno != EINTR && errno != EAGAIN))
         out_read.reset();
-      for (std::size_t nl; options.on_line && (nl = r.output.find('\n', scanned)) != std::string::npos;) {
+      // A line ends at "\n", "\r\n" or a lone "\r" (progress lines that rewrite themselves).
+      for (std::size_t nl;
+           options.on_line && (nl = r.output.find_first_of("\r\n", scanned)) != std::string::npos;) {
+        if (r.output[nl] == '\r' && nl + 1 == r.output.size() && out_read.fd >= 0) break;  // "\n" may follow
         std::string line = r.output.substr(scanned, nl - scanned);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        scanned = nl + 1;
+        scanned = nl + (r.output.compare(nl, 2, "\r\n") == 0 ? 2 : 1);
+        if (line.empty()) continue;
         if (!r.stopped && !options.on_line(line, since_start())) {
           ::kill(-pid, SIGKILL);
           r.stopped = true;

@@ -150,7 +150,7 @@ class QemuBackend : public BootBackend {
         result.guest_rc = marker_int(line, "rc");
       }
       if (started || line.find("SCHEDLAB-") != std::string::npos)
-        log << fmt::format("[{:7.2f}] {}\n", t, line) << std::flush;
+        log << fmt::format("[{:7.2f}] {}\n", t, without_escapes(line)) << std::flush;
       for (const auto& p : kFailurePatterns)
         if (line.find(p.needle) != std::string::npos && !done) {
           failure = std::string(p.meaning) + ": \"" + trim(line) + "\"";

@@ -216,3 +216,45 @@ TEST(KernelBoot, ACorruptedImageHangsAndHitsTheBootTimeout) {
 
 }  // namespace
 }  // namespace schedlab
+
+namespace schedlab {
+namespace {
+
+TEST(KernelBoot, TheRtKernelBootsWithItsPreemptionModel) {
+  std::string why;
+  if (!can_boot(why)) GTEST_SKIP() << why;
+  TempDir dir;
+  auto o = testing::schedlab(
+      kKernel + "boot debian-6.1-rt --timeout 300 --out " + dir.path().string() +
+      " -- run --workload yield --repetitions 1 --param yield.yields=20000 --settle-timeout 0"
+      " --no-counters");
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto bundles = files_with(dir.path(), "2", ".json");
+  ASSERT_EQ(bundles.size(), 1U);
+  auto bundle = load(bundles[0]);
+  EXPECT_EQ(bundle["kernel"]["preempt"], "rt");
+  EXPECT_NE(bundle["kernel"]["version"].get<std::string>().find("PREEMPT_RT"), std::string::npos);
+}
+
+TEST(KernelBoot, AGuestTopologyGivesSmtAndNumaDomains) {
+  std::string why;
+  if (!can_boot(why)) GTEST_SKIP() << why;
+  TempDir dir;
+  auto o = testing::schedlab(
+      kKernel +
+      "boot debian-6.12 --smp 4 --topology sockets=2,cores=1,threads=2 --numa 2 "
+      "--memory 1024 --timeout 300 --out " +
+      dir.path().string() +
+      " -- run --workload yield --repetitions 1 --param yield.yields=20000 --settle-timeout 0"
+      " --no-counters");
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto bundles = files_with(dir.path(), "2", ".json");
+  ASSERT_EQ(bundles.size(), 1U);
+  auto topo = load(bundles[0])["host"]["topology"];
+  EXPECT_EQ(topo["online_cpus"], 4) << topo;
+  EXPECT_EQ(topo["smt_active"], true) << topo;
+  EXPECT_EQ(topo["numa_nodes"], 2) << topo;
+}
+
+}  // namespace
+}  // namespace schedlab

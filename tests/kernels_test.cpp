@@ -325,6 +325,9 @@ TEST(Process, CapturesOutputFeedsInputAndKillsOnTimeoutOrRequest) {
   r = run_process({"sh", "-c", "echo a; echo panic; sleep 30; echo never"}, stop);
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(seen, (std::vector<std::string>{"a", "panic"}));
+  seen.clear();
+  r = run_process({"printf", "progress 1\\rprogress 2\\r\\nnext\\n"}, stop);  // a terminal's progress line
+  EXPECT_EQ(seen, (std::vector<std::string>{"progress 1", "progress 2", "next"}));
   EXPECT_NE(error_of([] {
               run_checked({"sh", "-c", "echo why; exit 3"});
             })
