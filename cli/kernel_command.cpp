@@ -72,6 +72,7 @@ KernelCommand::KernelCommand(CLI::App& app) {
   boot_->add_option("NAME", name_, "Recipe name")->required();
   boot_->add_option("RUN-ARGS", run_args_, "After `--`: the schedlab command line for the booted kernel");
   boot_->add_option("--backend", backend_, "qemu | kexec | grub")->default_val("qemu");
+  boot_->add_option("--then", then_, "qemu: after the run, kexec into this recipe's kernel and run again");
   boot_->add_option("--smp", smp_, "Guest CPUs")->default_val(2);
   boot_->add_option("--memory", memory_mib_, "Guest memory, MiB")->default_val(2048);
   boot_->add_option("--append", append_, "Extra kernel arguments");
@@ -206,6 +207,16 @@ int KernelCommand::run() const {
                     {},        {},        {},        {}};
       req.kernel.vmlinuz = req.kernel.root / "boot" / ("vmlinuz-" + p.release);
       req.kernel.modules = req.kernel.root / "lib/modules" / p.release;
+    }
+  }
+  if (!then_.empty()) {
+    if (backend_ != "qemu") throw InputError("--then works with --backend qemu");
+    req.then_recipe = load_recipe(dir, then_);
+    if (req.then_recipe->kind != SourceKind::kPackage)
+      throw InputError("--then " + then_ + ": a source recipe");
+    if (!dry_run_) {
+      req.then_kernel = fetch_kernel(*req.then_recipe, cache, std::cerr);
+      require_config(*req.then_recipe, req.then_kernel);
     }
   }
   auto result = backend->boot(req, std::cerr);

@@ -20,7 +20,8 @@ class KernelCommand {
   std::string recipes_dir_, cache_dir_, name_;
   // boot
   std::vector<std::string> run_args_;
-  std::string backend_ = "qemu", append_, topology_, out_ = "results", accel_ = "tcg", root_ = "9p", cpu_;
+  std::string backend_ = "qemu", then_, append_, topology_, out_ = "results", accel_ = "tcg", root_ = "9p",
+              cpu_;
   std::string state_file_ = "/var/lib/schedlab/boot-state.json";
   int smp_ = 2, memory_mib_ = 2048, numa_ = 0, timeout_s_ = 900, boot_timeout_s_ = 120;
   bool dry_run_ = false;

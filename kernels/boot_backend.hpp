@@ -49,6 +49,10 @@ struct BootRequest {
   RootMode root = RootMode::k9p;
   std::chrono::seconds timeout{900};       // qemu start to the guest's end
   std::chrono::seconds boot_timeout{120};  // qemu start to the guest's /init (a kernel that hangs early)
+  // qemu: after the run, kexec into this recipe's kernel and run again (one guest lifetime, two
+  // kernels; the kexec path of a lab box, tested under qemu). 9p root only.
+  std::optional<Recipe> then_recipe;
+  KernelArtifacts then_kernel;
   // lab backends
   std::filesystem::path state_file = "/var/lib/schedlab/boot-state.json";
 };
@@ -61,7 +65,9 @@ struct BootResult {
   std::filesystem::path record;  // the boot record JSON (qemu) or the state file (lab)
   std::string console_tail;
   std::optional<double> init_s, suite_start_s, first_output_s, total_s;  // host seconds since launch
-  std::optional<int> guest_rc;
+  std::optional<int> guest_rc;                                           // the worst of the runs' exit codes
+  int runs_done = 0;              // SCHEDLAB-DONE markers seen (2 with then_recipe)
+  std::optional<double> kexec_s;  // host seconds at SCHEDLAB-KEXEC
 };
 
 class BootBackend {

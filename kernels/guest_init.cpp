@@ -1,5 +1,7 @@
 #include "kernels/guest_init.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "kernels/process.hpp"
 
@@ -70,6 +72,7 @@ done
 sync
 umount /out
 echo "SCHEDLAB-DONE rc=$rc files=$n uptime $(cut -d' ' -f1 /proc/uptime)"
+[ -f /etc/schedlab/next.sh ] && . /etc/schedlab/next.sh
 poweroff -f
 )INIT";
 }
@@ -96,10 +99,24 @@ std::string guest_run_script(const BootRequest& request) {
   }
   if (is_run) {
     argv.insert(argv.end(), {"--out", "/run/schedlab-out"});
+    // Bundles name the recipe's label unless the run gives its own: a diff then names its sides.
+    if (std::find_if(request.run_args.begin(), request.run_args.end(), [](const std::string& a) {
+          return a == "--label" || a.rfind("--label=", 0) == 0;
+        }) == request.run_args.end())
+      argv.insert(argv.end(), {"--label", request.recipe.label});
     // The host's cache directory is read-only in the guest: generated trees go to the guest's tmpfs.
     if (!has_cache) argv.insert(argv.end(), {"--cache-dir", "/tmp/schedlab-cache"});
   }
   return "#!/bin/sh\n# written by schedlab kernel boot\ncd /tmp\n" + command_line(argv) + "\n";
+}
+
+std::string guest_kexec_script(const BootRequest& next, const std::filesystem::path& next_initrd,
+                               const std::string& next_append) {
+  const std::vector<std::string> load{"/usr/sbin/kexec", "-l", next.kernel.vmlinuz.string(),
+                                      "--initrd=" + next_initrd.string(), "--append=" + next_append};
+  return "echo " + shell_quote(std::string(kMarkKexec) + " " + next.recipe.name) + "\n" + "chroot /host " +
+         command_line(load) + " || fatal 'kexec -l " + next.recipe.name +
+         "'\nsync\nchroot /host /usr/sbin/kexec -e || fatal 'kexec -e'\n";
 }
 
 std::string guest_sched_settings(const Recipe& recipe) {

@@ -110,20 +110,16 @@ class QemuBackend : public BootBackend {
       return result;
     }
 
-    fs::create_directories(work);
     fs::create_directories(r.out_dir);
     if (image) ensure_root_image(*image, log);
-    InitramfsSpec spec;
-    spec.modules_dir = r.kernel.modules;
-    spec.module_roots = module_roots(r);
-    spec.files["/init"] = guest_init_script();
-    spec.files["/etc/schedlab/boot.conf"] = guest_boot_conf(r);
-    spec.files["/etc/schedlab/run.sh"] = guest_run_script(r);
-    spec.files["/etc/schedlab/sched"] = guest_sched_settings(r.recipe);
-    spec.copies["/boot/config-" + r.kernel.release] = r.kernel.config;
-    auto modules = build_initramfs(spec, initrd, work);
-    log << r.recipe.name << ": initramfs " << initrd.string() << " (" << fs::file_size(initrd) / 1024
-        << " KiB; modules: " << (modules.empty() ? "none" : join(modules)) << ")\n";
+    std::string next_script;
+    if (r.then_recipe) {
+      const BootRequest next = next_request(r);
+      const fs::path next_work = r.work_dir / "boot" / (next.kernel.release + "-9p-kexec");
+      build_guest_initramfs(next, next_work / "initramfs.cpio", next_work, "", log);
+      next_script = guest_kexec_script(next, next_work / "initramfs.cpio", guest_append(next));
+    }
+    auto modules = build_guest_initramfs(r, initrd, work, next_script, log);
 
     const auto before = json_files(r.out_dir);
     const std::string stamp = utc_stamp();
@@ -134,6 +130,7 @@ class QemuBackend : public BootBackend {
 
     std::optional<std::string> failure;
     bool started = false, done = false;
+    const int runs = r.then_recipe ? 2 : 1;
     ProcessOptions opts;
     opts.timeout = r.timeout;
     opts.on_line = [&](const std::string& line, double t) {
@@ -141,14 +138,16 @@ class QemuBackend : public BootBackend {
       if (line.find(kMarkInit) != std::string::npos && !result.init_s) result.init_s = t;
       if (line.rfind(kMarkStart, 0) == 0) {
         started = true;
-        result.suite_start_s = t;
+        if (!result.suite_start_s) result.suite_start_s = t;
       } else if (started && !done && !result.first_output_s && line.rfind(kMarkDone, 0) != 0) {
         result.first_output_s = t;
       }
       if (line.rfind(kMarkDone, 0) == 0) {
-        done = true;
-        result.guest_rc = marker_int(line, "rc");
+        auto rc = marker_int(line, "rc");
+        result.guest_rc = std::max(result.guest_rc.value_or(0), rc.value_or(-1) < 0 ? 255 : *rc);
+        done = ++result.runs_done == runs;
       }
+      if (line.rfind(kMarkKexec, 0) == 0) result.kexec_s = t;
       if (started || line.find("SCHEDLAB-") != std::string::npos)
         log << fmt::format("[{:7.2f}] {}\n", t, without_escapes(line)) << std::flush;
       for (const auto& p : kFailurePatterns)
@@ -185,10 +184,11 @@ class QemuBackend : public BootBackend {
       result.status = "boot-failed";
       result.reason =
           fmt::format("qemu exited (status {}) before the guest reported {}", proc.exit_code, kMarkDone);
-    } else if (result.bundles.empty()) {
+    } else if (result.bundles.size() < static_cast<std::size_t>(runs)) {
       result.status = "failed";
-      result.reason = "the guest run ended (rc=" + std::to_string(result.guest_rc.value_or(-1)) +
-                      ") but no bundle came back";
+      result.reason = "the guest run ended (rc=" + std::to_string(result.guest_rc.value_or(-1)) + ") but " +
+                      std::to_string(result.bundles.size()) + " of " + std::to_string(runs) +
+                      " bundle(s) came back";
     } else if (result.guest_rc.value_or(1) != 0) {
       result.status = "failed";
       result.reason =
@@ -208,7 +208,46 @@ class QemuBackend : public BootBackend {
     return out;
   }
 
+  static BootRequest next_request(const BootRequest& r) {
+    BootRequest next = r;
+    next.recipe = *r.then_recipe;
+    next.kernel = r.then_kernel;
+    next.then_recipe.reset();
+    return next;
+  }
+
+  static std::vector<std::string> build_guest_initramfs(const BootRequest& r, const fs::path& initrd,
+                                                        const fs::path& work, const std::string& next_script,
+                                                        std::ostream& log) {
+    fs::create_directories(work);
+    InitramfsSpec spec;
+    spec.modules_dir = r.kernel.modules;
+    spec.module_roots = module_roots(r);
+    spec.files["/init"] = guest_init_script();
+    spec.files["/etc/schedlab/boot.conf"] = guest_boot_conf(r);
+    spec.files["/etc/schedlab/run.sh"] = guest_run_script(r);
+    spec.files["/etc/schedlab/sched"] = guest_sched_settings(r.recipe);
+    if (!next_script.empty()) spec.files["/etc/schedlab/next.sh"] = next_script;
+    spec.copies["/boot/config-" + r.kernel.release] = r.kernel.config;
+    auto modules = build_initramfs(spec, initrd, work);
+    log << r.recipe.name << ": initramfs " << initrd.string() << " (" << fs::file_size(initrd) / 1024
+        << " KiB; modules: " << (modules.empty() ? "none" : join(modules)) << ")\n";
+    return modules;
+  }
+
+  // The kernel command line: serial console, panic ends qemu (-no-reboot), the recipe's own
+  // arguments, its identity and the accelerator (recorded in the bundle), then --append.
+  static std::string guest_append(const BootRequest& r) {
+    std::string append = "console=ttyS0 panic=-1 " + r.recipe.cmdline + " " + identity_args(r.recipe) +
+                         " schedlab.accel=" + r.accel;
+    if (!r.append.empty()) append += " " + r.append;
+    return append;
+  }
+
   static void validate(const BootRequest& r) {
+    if (r.then_recipe && r.root == RootMode::kImage)
+      throw InputError(
+          "--then needs --root 9p: the next kernel and initramfs are read through the host root");
     if (r.accel != "tcg" && r.accel != "kvm")
       throw InputError("--accel " + r.accel + ": expected tcg or kvm");
     if (r.accel == "kvm" && ::access("/dev/kvm", R_OK | W_OK) != 0)
@@ -234,9 +273,7 @@ class QemuBackend : public BootBackend {
     // qemu64 is an AMD model and TCG cannot emulate topoext: with it a guest sees no SMT siblings.
     std::string cpu =
         !r.cpu_model.empty() ? r.cpu_model : (r.topology && r.topology->threads > 1 ? "Nehalem" : "qemu64");
-    std::string append = "console=ttyS0 panic=-1 " + r.recipe.cmdline + " " + identity_args(r.recipe) +
-                         " schedlab.accel=" + r.accel;
-    if (!r.append.empty()) append += " " + r.append;
+    const std::string append = guest_append(r);
     std::vector<std::string> argv{"qemu-system-x86_64",
                                   "-accel",
                                   r.accel,
@@ -314,6 +351,11 @@ class QemuBackend : public BootBackend {
           {"first_output", opt(res.first_output_s)},
           {"total", opt(res.total_s)}}},
         {"guest_rc", res.guest_rc ? json(*res.guest_rc) : json(nullptr)},
+        {"runs_done", res.runs_done},
+        {"then", r.then_recipe ? json{{"recipe", r.then_recipe->name},
+                                      {"release", r.then_kernel.release},
+                                      {"kexec_s", res.kexec_s ? json(*res.kexec_s) : json(nullptr)}}
+                               : json(nullptr)},
         {"bundles", bundles},
         {"console_log", console.filename().string()},
         {"console_tail", res.console_tail}};

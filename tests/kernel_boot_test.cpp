@@ -258,3 +258,37 @@ TEST(KernelBoot, AGuestTopologyGivesSmtAndNumaDomains) {
 
 }  // namespace
 }  // namespace schedlab
+
+namespace schedlab {
+namespace {
+
+// The lab kexec path for real, inside one guest: 6.12 runs the suite, `kexec -l` loads 6.1 with its
+// own initramfs and command line, `kexec -e` jumps, and 6.1 runs the suite again.
+TEST(KernelBoot, KexecInsideTheGuestCollectsABundleFromEachKernel) {
+  std::string why;
+  if (!can_boot(why)) GTEST_SKIP() << why;
+  if (!fs::exists("/usr/sbin/kexec"))
+    GTEST_SKIP() << "/usr/sbin/kexec missing (kexec-tools; ci/setup installs it)";
+  TempDir dir;
+  auto o = testing::schedlab(
+      kKernel + "boot debian-6.12 --then debian-6.1 --timeout 300 --out " + dir.path().string() +
+      " -- run --workload yield --repetitions 1 --param yield.yields=20000 --settle-timeout 0"
+      " --no-counters");
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto bundles = files_with(dir.path(), "2", ".json");
+  ASSERT_EQ(bundles.size(), 2U) << o.out;
+  auto first = load(bundles[0]), second = load(bundles[1]);
+  EXPECT_EQ(first["kernel"]["booted_by"]["recipe"], "debian-6.12");
+  EXPECT_EQ(second["kernel"]["booted_by"]["recipe"], "debian-6.1");
+  EXPECT_EQ(first["label"], "6.12-eevdf");
+  EXPECT_EQ(second["label"], "6.1-cfs");
+  EXPECT_NE(first["boot_id"], second["boot_id"]);
+  auto record = load(files_with(dir.path(), "boot-debian-6.12-", ".json").at(0));
+  EXPECT_EQ(record["runs_done"], 2);
+  EXPECT_TRUE(record["then"]["kexec_s"].is_number()) << record["then"];
+  std::cout << "kexec 6.12 -> 6.1: kexec at " << record["then"]["kexec_s"] << " s, qemu exit at "
+            << record["seconds"]["total"] << " s\n";
+}
+
+}  // namespace
+}  // namespace schedlab
