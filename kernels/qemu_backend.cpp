@@ -2,6 +2,7 @@
 // on the host's userland (9p root, or an ext4 image), and collects the bundles from a 9p share.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <ostream>
@@ -50,7 +51,9 @@ std::vector<std::string> module_roots(const BootRequest& r) {
 // The serial console's terminal resets and colours ("\x1b[2J", "\x1bc") are noise in an error message.
 std::string without_escapes(const std::string& text) {
   static const std::regex escape("\x1b(\\[[0-9;?]*[A-Za-z]|[A-Za-z])");
-  return std::regex_replace(text, escape, "");
+  auto out = std::regex_replace(text, escape, "");
+  std::replace(out.begin(), out.end(), '\r', '\n');  // progress lines rewrite themselves with CR
+  return out;
 }
 
 std::string utc_stamp() {
@@ -181,7 +184,7 @@ class QemuBackend : public BootBackend {
           fmt::format("no {} within the {} s timeout{}", started ? kMarkDone : kMarkStart, r.timeout.count(),
                       started ? " (the suite started but did not finish)" : "");
     } else if (!done) {
-      result.status = "boot-failed";
+      result.status = started ? "failed" : "boot-failed";
       result.reason =
           fmt::format("qemu exited (status {}) before the guest reported {}", proc.exit_code, kMarkDone);
     } else if (result.bundles.size() < static_cast<std::size_t>(runs)) {
