@@ -15,6 +15,7 @@
 #include "kernels/package_cache.hpp"
 #include "kernels/process.hpp"
 #include "kernels/recipe.hpp"
+#include "kernels/source_build.hpp"
 
 namespace schedlab {
 namespace {
@@ -66,6 +67,8 @@ KernelCommand::KernelCommand(CLI::App& app) {
   build_ = command_->add_subcommand("build", "Build a source recipe's kernel");
   update_ = command_->add_subcommand("update", "Re-pin a package recipe to the newest version its track has");
   for (auto* c : {info_, fetch_, build_, update_}) c->add_option("NAME", name_, "Recipe name")->required();
+  build_->add_flag("--prepare-only", prepare_only_, "Stop after the patches and make olddefconfig");
+  build_->add_option("--jobs", jobs_, "make -j (default: every online CPU)");
 
   boot_ = command_->add_subcommand(
       "boot", "Boot a recipe's kernel and run schedlab under it: ... boot NAME -- run ...");
@@ -170,8 +173,15 @@ int KernelCommand::run() const {
                old.version, pin.package, pin.version, old.release, pin.release, recipe.file.string());
     return 0;
   }
-  if (build_->parsed())
-    throw Error("kernel build " + recipe.name + ": building source recipes is not implemented yet");
+  if (build_->parsed()) {
+    SourceBuildOptions opts;
+    opts.prepare_only = prepare_only_;
+    opts.jobs = jobs_;
+    auto k = build_kernel(recipe, dir, cache, opts, std::cerr);
+    if (!prepare_only_) require_config(recipe, k);
+    fmt::print("{}\n", prepare_only_ ? k.config.parent_path().string() : k.root.parent_path().string());
+    return 0;
+  }
 
   // boot
   BootRequest req;
@@ -194,9 +204,14 @@ int KernelCommand::run() const {
   req.schedlab_binary = fs::read_symlink("/proc/self/exe");
   req.work_dir = cache;
   auto backend = make_backend(backend_);
-  if (recipe.kind != SourceKind::kPackage)
-    throw Error(recipe.name + ": booting source recipes is not implemented yet");
-  if (backend_ == "qemu" && !dry_run_) {
+  if (recipe.kind == SourceKind::kSource) {
+    if (backend_ != "qemu")
+      throw InputError(recipe.name + ": lab backends boot package recipes (install a built kernel first)");
+    auto built = cached_build(recipe, dir, cache);
+    if (!built)
+      throw InputError(recipe.name + ": not built yet (`schedlab kernel build " + recipe.name + "`)");
+    req.kernel = *built;
+  } else if (backend_ == "qemu" && !dry_run_) {
     req.kernel = fetch_kernel(recipe, cache, std::cerr);
     require_config(recipe, req.kernel);
   } else {

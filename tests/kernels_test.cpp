@@ -64,6 +64,23 @@ TEST(Recipes, AVariantTakesItsBaseKernelAndAddsSchedulerSettings) {
   EXPECT_EQ(s.sched_tunables.at("base_slice_ns"), "1000000");
 }
 
+TEST(Recipes, ASourceRecipeNamesItsTarballBaseConfigFragmentAndPatches) {
+  auto r = load_recipe(kRecipes, "debian-6.12-yield-tail");
+  EXPECT_EQ(r.kind, SourceKind::kSource);
+  EXPECT_EQ(r.source.package, "linux-source-6.12");
+  EXPECT_EQ(r.source.base_config, "debian-6.12");
+  ASSERT_EQ(r.source.patches.size(), 1U);
+  EXPECT_TRUE(fs::exists(r.source.patches[0]));
+  EXPECT_TRUE(fs::exists(r.source.config_fragment));
+  EXPECT_EQ(r.cache_key(), "linux-source-6.12_" + r.source.version);
+  TempDir dir;
+  write(dir.path() / "s.toml",
+        "[source]\ntype = \"source\"\npackage = \"linux-source-6.12\"\nversion = \"1\"\n"
+        "base_config = \"debian-6.12\"\npatches = [\"nosuch.patch\"]\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "s"); }).find("s.toml:6: [source] patches: "),
+            std::string::npos);
+}
+
 TEST(Recipes, ErrorsNameFileLineAndKey) {
   TempDir dir;
   write(dir.path() / "a.toml", "[source]\npackage = \"x\"\nversion = 3\nrelease = \"r\"\n");
