@@ -112,7 +112,8 @@ int KernelCommand::run() const {
     fmt::print("{:<26} {:<22} {:<48} {}\n", "recipe", "label", "source", "cached");
     for (const auto& r : load_recipes(dir))
       fmt::print("{:<26} {:<22} {:<48} {}\n", r.name, r.label, source_text(r),
-                 cached_kernel(r, cache) ? "yes" : "no");
+                 r.kind == SourceKind::kSource ? (cached_build(r, dir, cache) ? "built" : "no")
+                                               : (cached_kernel(r, cache) ? "yes" : "no"));
     return 0;
   }
   if (resume_->parsed()) {
