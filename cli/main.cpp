@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cli/diff_command.hpp"
+#include "cli/kernel_command.hpp"
 #include "collector/perf/perf_source.hpp"
 #include "collector/runner/runner.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
@@ -271,6 +272,7 @@ int run_cli(int argc, char** argv) {
                          "Write to FILE instead of standard output; an existing FILE is never replaced");
 
   DiffCommand diff(app);
+  KernelCommand kernel(app);
 
   try {
     app.parse(argc, argv);
@@ -286,6 +288,7 @@ int run_cli(int argc, char** argv) {
     if (*workloads) return cmd_workloads();
     if (*events) return cmd_events(all_events);
     if (diff.chosen()) return diff.run();
+    if (kernel.chosen()) return kernel.run();
     if (*export_cmd) return cmd_export(export_args);
   } catch (const InputError& e) {
     std::cerr << "schedlab: " << e.what() << "\n";

@@ -383,6 +383,19 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
           r.sides[i].name, r.sides[0].name));
     }
   }
+  for (const auto& side : sides) {
+    // `schedlab kernel boot` puts the qemu accelerator on the guest's command line.
+    bool emulated = std::any_of(side.bundles.begin(), side.bundles.end(), [](const LoadedBundle& b) {
+      const auto* accel = &b.bundle.kernel;
+      for (const char* key : {"booted_by", "accel"})
+        accel = accel && accel->is_object() && accel->contains(key) ? &(*accel)[key] : nullptr;
+      return accel && *accel == "tcg";
+    });
+    if (emulated)
+      r.warnings.push_back(side.name +
+                           " ran in an emulated guest (qemu TCG): its results are functional checks, "
+                           "not performance verdicts");
+  }
   for (const auto& side : r.sides) {
     if (side.smoke)
       r.warnings.push_back(side.name + " is a quick (smoke) run: too few repetitions for verdicts");

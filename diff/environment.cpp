@@ -19,6 +19,8 @@ struct Field {
 constexpr Field kFields[] = {
     {"kernel.release", "/kernel/release", "configuration"},
     {"kernel.version", "/kernel/version", "configuration"},
+    {"kernel.build_id", "/kernel/build_id", "configuration"},
+    {"kernel.recipe", "/kernel/booted_by/recipe", "configuration"},
     {"configuration.hash", "/configuration/hash", "configuration"},
     {"configuration.scheduler", "/configuration/scheduler", "configuration"},
     {"configuration.cmdline", "/configuration/cmdline", "configuration"},
@@ -30,6 +32,7 @@ constexpr Field kFields[] = {
     {"host.cpu_model", "/host/cpu_model", "environment"},
     {"host.microcode", "/host/microcode", "environment"},
     {"host.virtualization", "/host/virtualization/hypervisor", "environment"},
+    {"emulation", "/kernel/booted_by/accel", "environment"},
     {"host.online_cpus", "/host/topology/online_cpus", "environment"},
     {"kernel.clocksource", "/kernel/clocksource/current", "environment"},
     {"kernel.mitigations", "/kernel/mitigations", "environment"},

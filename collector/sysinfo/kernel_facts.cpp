@@ -1,11 +1,14 @@
 // The kernel's identity and the scheduler configuration under test, read through HostPaths.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <system_error>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "collector/sysinfo/sysinfo.hpp"
 #include "core/hash.hpp"
@@ -165,6 +168,45 @@ json sched_features(const HostPaths& paths) {
   return text ? json(split_ws(*text)) : json(nullptr);
 }
 
+// The GNU build ID note (type 3, name "GNU") of /sys/kernel/notes, as hex: it names the exact
+// kernel image even when two builds share a release string. Null when unreadable or absent.
+json build_id(const HostPaths& paths) {
+  auto notes = read_text(paths.sys / "kernel/notes");
+  if (!notes) return nullptr;
+  constexpr std::uint32_t kNtGnuBuildId = 3;
+  auto word = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (int i = 3; i >= 0; --i)
+      v = (v << 8) | static_cast<unsigned char>((*notes)[at + static_cast<std::size_t>(i)]);
+    return v;
+  };
+  auto align4 = [](std::size_t n) { return (n + 3) & ~std::size_t{3}; };
+  for (std::size_t at = 0; at + 12 <= notes->size();) {
+    const std::size_t namesz = word(at), descsz = word(at + 4), type = word(at + 8);
+    const std::size_t name_at = at + 12, desc_at = name_at + align4(namesz);
+    if (desc_at + descsz > notes->size()) break;
+    if (type == kNtGnuBuildId && namesz == 4 && notes->compare(name_at, 4, std::string("GNU\0", 4)) == 0) {
+      std::string hex;
+      for (std::size_t i = 0; i < descsz; ++i)
+        hex += fmt::format("{:02x}", static_cast<unsigned char>((*notes)[desc_at + i]));
+      return hex;
+    }
+    at = desc_at + align4(descsz);
+  }
+  return nullptr;
+}
+
+// What booted this kernel when `schedlab kernel boot` did: its recipe and label, and the qemu
+// accelerator (tcg: an emulated CPU, so timings are functional checks, not performance data).
+json boot_identity(const std::optional<std::string>& cmdline) {
+  if (!cmdline) return nullptr;
+  auto recipe = cmdline_param(*cmdline, "schedlab.recipe");
+  if (!recipe) return nullptr;
+  return {{"recipe", *recipe},
+          {"label", or_null(cmdline_param(*cmdline, "schedlab.label"))},
+          {"accel", or_null(cmdline_param(*cmdline, "schedlab.accel"))}};
+}
+
 }  // namespace
 
 std::optional<std::string> read_trimmed(const fs::path& path) {
@@ -213,7 +255,9 @@ json kernel_facts(const HostPaths& paths) {
           {"clocksource", clocksource(paths)},
           {"mitigations", files_in(paths.sys / "devices/system/cpu/vulnerabilities", "")},
           {"config_source", config_source},
-          {"config_hash", config_text ? json(canonical_hash(*config_text)) : json(nullptr)}};
+          {"config_hash", config_text ? json(canonical_hash(*config_text)) : json(nullptr)},
+          {"build_id", build_id(paths)},
+          {"booted_by", boot_identity(cmdline)}};
 }
 
 json scheduler_facts(const HostPaths& paths, const json& release) {

@@ -1,0 +1,260 @@
+#include "cli/kernel_command.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/host_paths.hpp"
+#include "kernels/boot_backend.hpp"
+#include "kernels/config_check.hpp"
+#include "kernels/lab_backends.hpp"
+#include "kernels/package_cache.hpp"
+#include "kernels/process.hpp"
+#include "kernels/recipe.hpp"
+#include "kernels/source_build.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kernels;
+
+constexpr int kExitFailed = 1;
+
+std::string source_text(const Recipe& r) {
+  if (r.kind == SourceKind::kPackage) return r.package.package + " " + r.package.version;
+  return "build of " + r.source.package + " " + r.source.version;
+}
+
+void print_config(const Recipe& r, const KernelArtifacts& k) {
+  auto text = read_text(k.config);
+  if (!text) throw Error(k.config.string() + ": cannot read the kernel config");
+  auto report = check_config(r.require, *text);
+  fmt::print("config {} ({} requirements):\n", k.config.string(), r.require.size());
+  for (const auto& f : report.findings) fmt::print("  {:<4} {}\n", f.ok ? "ok" : "MISS", f.text());
+}
+
+// A fetched kernel whose config lacks what the recipe requires is an error listing every miss.
+void require_config(const Recipe& r, const KernelArtifacts& k) {
+  auto text = read_text(k.config);
+  if (!text) throw Error(k.config.string() + ": cannot read the kernel config");
+  auto report = check_config(r.require, *text);
+  if (report.ok()) return;
+  std::string list;
+  for (const auto& m : report.missing()) list += "\n  " + m;
+  throw Error(fmt::format("{}: {} lacks {} required config option(s) ([config] require in {}):{}", r.name,
+                          k.config.string(), report.missing().size(), r.file.string(), list));
+}
+
+}  // namespace
+
+KernelCommand::KernelCommand(CLI::App& app) {
+  command_ =
+      app.add_subcommand("kernel", "Reference kernels: recipes, fetch, boot under qemu or on a lab box");
+  command_->require_subcommand(1);
+  command_->add_option("--recipes", recipes_dir_,
+                       "Recipe directory (default: the source tree's kernels/recipes)");
+  command_->add_option("--cache-dir", cache_dir_,
+                       "Kernel cache (default /var/cache/schedlab as root, else ~/.cache/schedlab)");
+  list_ = command_->add_subcommand("list", "Recipes: name, label, pinned source, cached or not");
+  info_ = command_->add_subcommand("info", "A recipe in full, and its config check when fetched");
+  fetch_ =
+      command_->add_subcommand("fetch", "apt-get download the pinned package and unpack it into the cache");
+  build_ = command_->add_subcommand("build", "Build a source recipe's kernel");
+  update_ = command_->add_subcommand("update", "Re-pin a package recipe to the newest version its track has");
+  for (auto* c : {info_, fetch_, build_, update_}) c->add_option("NAME", name_, "Recipe name")->required();
+  build_->add_flag("--prepare-only", prepare_only_, "Stop after the patches and make olddefconfig");
+  build_->add_option("--jobs", jobs_, "make -j (default: every online CPU)");
+
+  boot_ = command_->add_subcommand(
+      "boot", "Boot a recipe's kernel and run schedlab under it: ... boot NAME -- run ...");
+  boot_->add_option("NAME", name_, "Recipe name")->required();
+  boot_->add_option("RUN-ARGS", run_args_, "After `--`: the schedlab command line for the booted kernel");
+  boot_->add_option("--backend", backend_, "qemu | kexec | grub")->default_val("qemu");
+  boot_->add_option("--then", then_, "qemu: after the run, kexec into this recipe's kernel and run again");
+  boot_->add_option("--smp", smp_, "Guest CPUs")->default_val(2);
+  boot_->add_option("--memory", memory_mib_, "Guest memory, MiB")->default_val(2048);
+  boot_->add_option("--append", append_, "Extra kernel arguments");
+  boot_->add_option("--topology", topology_, "sockets=N,cores=N,threads=N (their product is --smp)");
+  boot_->add_option("--numa", numa_, "NUMA nodes (CPUs and memory split evenly)")->default_val(0);
+  boot_->add_option("--cpu", cpu_, "qemu CPU model (default qemu64; Nehalem when the topology has threads)");
+  boot_->add_option("--accel", accel_, "tcg | kvm")->default_val("tcg");
+  boot_
+      ->add_option("--root", root_,
+                   "9p: the host's / over virtio-9p, cache=loose; image: ext4 image of /usr, /etc")
+      ->default_val("9p");
+  boot_->add_option("--timeout", timeout_s_, "Seconds from qemu start to the guest's end")->default_val(900);
+  boot_->add_option("--boot-timeout", boot_timeout_s_, "Seconds from qemu start to the guest's /init")
+      ->default_val(120);
+  boot_->add_option("--out", out_, "Host directory for bundles, console log and boot record")
+      ->default_val("results");
+  boot_->add_option("--state-file", state_file_, "kexec/grub: where the boot state waits for `kernel resume`")
+      ->default_val("/var/lib/schedlab/boot-state.json");
+  boot_->add_flag("--dry-run", dry_run_, "Print the commands; run and write nothing");
+
+  resume_ = command_->add_subcommand("resume",
+                                     "After a kexec/grub reboot: run the staged suite or record boot-failed");
+  resume_
+      ->add_option("--state-file", state_file_,
+                   "The boot state written by `kernel boot --backend kexec|grub`")
+      ->default_val("/var/lib/schedlab/boot-state.json");
+}
+
+int KernelCommand::run() const {
+  const fs::path dir = recipes_dir_.empty() ? default_recipes_dir() : fs::path(recipes_dir_);
+  const fs::path cache = fs::absolute(cache_dir_.empty() ? default_cache_dir() : fs::path(cache_dir_));
+
+  if (list_->parsed()) {
+    fmt::print("{:<26} {:<22} {:<48} {}\n", "recipe", "label", "source", "cached");
+    for (const auto& r : load_recipes(dir))
+      fmt::print("{:<26} {:<22} {:<48} {}\n", r.name, r.label, source_text(r),
+                 r.kind == SourceKind::kSource ? (cached_build(r, dir, cache) ? "built" : "no")
+                                               : (cached_kernel(r, cache) ? "yes" : "no"));
+    return 0;
+  }
+  if (resume_->parsed()) {
+    auto o = resume_boot(state_file_, LabEnvironment{}, [](const std::vector<std::string>& argv) {
+      ProcessOptions echo;
+      echo.merge_stderr = false;
+      echo.on_line = [](const std::string& l, double) {
+        std::cout << l << "\n";
+        return true;
+      };
+      return run_process(argv, echo).exit_code;
+    });
+    fmt::print("{}: {}{}\n", o.record.string(), o.status, o.reason.empty() ? "" : " — " + o.reason);
+    return o.status == "ok" ? 0 : kExitFailed;
+  }
+
+  const Recipe recipe = load_recipe(dir, name_);
+  if (info_->parsed()) {
+    fmt::print("recipe      {}\nfile        {}\n", recipe.name, recipe.file.string());
+    for (const auto& b : recipe.chain) fmt::print("derives     {}\n", b.string());
+    fmt::print("label       {}\ndescription {}\nsource      {}\n", recipe.label, recipe.description,
+               source_text(recipe));
+    if (recipe.kind == SourceKind::kPackage)
+      fmt::print("release     {}\ntrack       {}\n", recipe.package.release,
+                 recipe.package.track.empty() ? "(none)" : recipe.package.track);
+    fmt::print("cmdline     {} {}\n", recipe.cmdline, identity_args(recipe));
+    for (const auto& f : recipe.sched_features) fmt::print("feature     {}\n", f);
+    for (const auto& [k, v] : recipe.sched_tunables) fmt::print("tunable     sched/{} = {}\n", k, v);
+    if (auto k = cached_kernel(recipe, cache)) {
+      fmt::print("cached      {}\n", k->root.parent_path().string());
+      print_config(recipe, *k);
+    } else {
+      fmt::print("cached      no (`schedlab kernel fetch {}`); requires:", recipe.name);
+      for (const auto& q : recipe.require) fmt::print(" {}", q.option);
+      fmt::print("\n");
+    }
+    return 0;
+  }
+  if (fetch_->parsed()) {
+    auto k = fetch_kernel(recipe, cache, std::cerr);
+    require_config(recipe, k);
+    fmt::print("{}\n", k.root.parent_path().string());
+    return 0;
+  }
+  if (update_->parsed()) {
+    if (recipe.kind == SourceKind::kPackage && !recipe.chain.empty())
+      throw InputError(recipe.name + " derives its kernel from " + recipe.chain.back().stem().string() +
+                       ": update that recipe");
+    auto pin = newest_pin(recipe);
+    const auto& old = recipe.package;
+    if (pin.package == old.package && pin.version == old.version) {
+      fmt::print("{}: {} {} is the newest {} has; the pin is unchanged\n", recipe.name, old.package,
+                 old.version, old.track);
+      return 0;
+    }
+    repin_recipe_file(recipe.file, pin);
+    fmt::print("{}: re-pinned {} {} -> {} {} (release {} -> {}) in {}\n", recipe.name, old.package,
+               old.version, pin.package, pin.version, old.release, pin.release, recipe.file.string());
+    return 0;
+  }
+  if (build_->parsed()) {
+    SourceBuildOptions opts;
+    opts.prepare_only = prepare_only_;
+    opts.jobs = jobs_;
+    auto k = build_kernel(recipe, dir, cache, opts, std::cerr);
+    if (!prepare_only_) require_config(recipe, k);
+    fmt::print("{}\n", prepare_only_ ? k.config.parent_path().string() : k.root.parent_path().string());
+    return 0;
+  }
+
+  // boot
+  BootRequest req;
+  req.recipe = recipe;
+  req.run_args = run_args_;
+  req.out_dir = out_;
+  req.append = append_;
+  req.dry_run = dry_run_;
+  req.smp = smp_;
+  req.memory_mib = memory_mib_;
+  if (!topology_.empty()) req.topology = parse_topology(topology_);
+  req.numa_nodes = numa_;
+  req.cpu_model = cpu_;
+  req.accel = accel_;
+  if (root_ != "9p" && root_ != "image") throw InputError("--root " + root_ + ": expected 9p or image");
+  req.root = root_ == "image" ? RootMode::kImage : RootMode::k9p;
+  req.timeout = std::chrono::seconds(timeout_s_);
+  req.boot_timeout = std::chrono::seconds(boot_timeout_s_);
+  req.state_file = state_file_;
+  req.schedlab_binary = fs::read_symlink("/proc/self/exe");
+  req.work_dir = cache;
+  auto backend = make_backend(backend_);
+  if (recipe.kind == SourceKind::kSource) {
+    if (backend_ != "qemu")
+      throw InputError(recipe.name + ": lab backends boot package recipes (install a built kernel first)");
+    auto built = cached_build(recipe, dir, cache);
+    if (!built)
+      throw InputError(recipe.name + ": not built yet (`schedlab kernel build " + recipe.name + "`)");
+    req.kernel = *built;
+  } else if (backend_ == "qemu" && !dry_run_) {
+    req.kernel = fetch_kernel(recipe, cache, std::cerr);
+    require_config(recipe, req.kernel);
+  } else {
+    req.kernel = cached_kernel(recipe, cache).value_or(KernelArtifacts{});
+    if (req.kernel.release.empty()) {
+      const auto& p = recipe.package;
+      req.kernel = {p.package, p.version, p.release, cache / "kernels" / recipe.cache_key() / "root",
+                    {},        {},        {},        {}};
+      req.kernel.vmlinuz = req.kernel.root / "boot" / ("vmlinuz-" + p.release);
+      req.kernel.modules = req.kernel.root / "lib/modules" / p.release;
+    }
+  }
+  if (!then_.empty()) {
+    if (backend_ != "qemu") throw InputError("--then works with --backend qemu");
+    req.then_recipe = load_recipe(dir, then_);
+    if (req.then_recipe->kind != SourceKind::kPackage)
+      throw InputError("--then " + then_ + ": a source recipe");
+    if (!dry_run_) {
+      req.then_kernel = fetch_kernel(*req.then_recipe, cache, std::cerr);
+      require_config(*req.then_recipe, req.then_kernel);
+    }
+  }
+  auto result = backend->boot(req, std::cerr);
+  if (result.status == "dry-run" || result.status == "staged") {
+    for (const auto& c : result.commands) fmt::print("{}\n", c);
+    return 0;
+  }
+  auto secs = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.1f} s", *v) : std::string("-");
+  };
+  fmt::print("{}: {} (init {}, suite start {}, first output {}, total {})\n", recipe.name, result.status,
+             secs(result.init_s), secs(result.suite_start_s), secs(result.first_output_s),
+             secs(result.total_s));
+  for (const auto& b : result.bundles) fmt::print("bundle: {}\n", b.string());
+  fmt::print("boot record: {}\n", result.record.string());
+  if (result.status != "ok") {
+    std::cerr << "schedlab: " << recipe.name << ": " << result.status << ": " << result.reason
+              << "\nlast console lines:\n"
+              << result.console_tail << "\n";
+    return kExitFailed;
+  }
+  return 0;
+}
+
+}  // namespace schedlab

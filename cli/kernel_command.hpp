@@ -1,0 +1,31 @@
+#pragma once
+// `schedlab kernel list | info | fetch | build | update | boot | resume`: argument parsing only; the
+// work is in kernels/.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace schedlab {
+
+class KernelCommand {
+ public:
+  explicit KernelCommand(CLI::App& app);
+  bool chosen() const { return command_->parsed(); }
+  int run() const;
+
+ private:
+  CLI::App* command_;
+  CLI::App *list_, *info_, *fetch_, *build_, *update_, *boot_, *resume_;
+  std::string recipes_dir_, cache_dir_, name_;
+  // boot
+  std::vector<std::string> run_args_;
+  std::string backend_ = "qemu", then_, append_, topology_, out_ = "results", accel_ = "tcg", root_ = "9p",
+              cpu_;
+  std::string state_file_ = "/var/lib/schedlab/boot-state.json";
+  int smp_ = 2, memory_mib_ = 2048, numa_ = 0, timeout_s_ = 900, boot_timeout_s_ = 120;
+  bool dry_run_ = false, prepare_only_ = false;
+  int jobs_ = 0;
+};
+
+}  // namespace schedlab

@@ -1,0 +1,374 @@
+// The qemu backend: boots a recipe's kernel as an SMP guest with a busybox initramfs, runs the suite
+// on the host's userland (9p root, or an ext4 image), and collects the bundles from a 9p share.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <ostream>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/host_paths.hpp"
+#include "kernels/boot_backend.hpp"
+#include "kernels/guest_init.hpp"
+#include "kernels/initramfs.hpp"
+#include "kernels/process.hpp"
+#include "kernels/root_image.hpp"
+
+namespace schedlab::kernels {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::size_t kConsoleTailLines = 25;
+
+// Console lines that end a boot early, and what they mean.
+struct ConsolePattern {
+  const char* needle;
+  const char* meaning;
+};
+constexpr ConsolePattern kFailurePatterns[] = {
+    {"Kernel panic - not syncing", "kernel panic"},
+    {"SCHEDLAB-FATAL", "the guest's /init gave up"},
+    {"-- System halted", "the kernel image did not decompress (corrupted?)"},
+    {"No working init found", "kernel panic: no init"},
+};
+
+std::vector<std::string> module_roots(const BootRequest& r) {
+  std::vector<std::string> roots{"virtio_pci", "9pnet_virtio", "9p"};
+  if (r.root == RootMode::kImage)
+    roots.insert(roots.end(), {"virtio_blk", "crc32c_generic", "ext4", "overlay"});
+  roots.insert(roots.end(), r.recipe.extra_modules.begin(), r.recipe.extra_modules.end());
+  return roots;
+}
+
+// The serial console's terminal resets and colours ("\x1b[2J", "\x1bc") are noise in an error message.
+std::string without_escapes(const std::string& text) {
+  static const std::regex escape("\x1b(\\[[0-9;?]*[A-Za-z]|[A-Za-z])");
+  auto out = std::regex_replace(text, escape, "");
+  std::replace(out.begin(), out.end(), '\r', '\n');  // progress lines rewrite themselves with CR
+  return out;
+}
+
+std::string utc_stamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+std::set<fs::path> json_files(const fs::path& dir) {
+  std::set<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") out.insert(e.path());
+  return out;
+}
+
+// Parses "KEY=VALUE" words of a marker line such as "SCHEDLAB-DONE rc=0 files=1 uptime 9.1".
+std::optional<int> marker_int(const std::string& line, const std::string& key) {
+  for (const auto& w : split_ws(line))
+    if (w.rfind(key + "=", 0) == 0) {
+      try {
+        return std::stoi(w.substr(key.size() + 1));
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  return std::nullopt;
+}
+
+class QemuBackend : public BootBackend {
+ public:
+  std::string name() const override { return "qemu"; }
+
+  BootResult boot(const BootRequest& r, std::ostream& log) override {
+    validate(r);
+    const fs::path work =
+        r.work_dir / "boot" / (r.kernel.release + (r.root == RootMode::kImage ? "-image" : "-9p"));
+    const fs::path initrd = work / "initramfs.cpio";
+    std::optional<fs::path> image;
+    if (r.root == RootMode::kImage) image = root_image_path(r.work_dir);
+    auto argv = qemu_command(r, initrd, image);
+
+    BootResult result;
+    if (r.dry_run) {
+      result.status = "dry-run";
+      result.commands.push_back("# initramfs: busybox, /init, modules " + join(module_roots(r)) +
+                                " (+ dependencies) from " + r.kernel.modules.string() + " -> " +
+                                initrd.string());
+      const auto run = guest_run_script(r);  // refuses run arguments that cannot work in the guest
+      result.commands.push_back("# the guest runs: " + last_lines(run, 1));
+      if (image)
+        result.commands.push_back("# root image: " + image->string() + " (built once from /usr and /etc)");
+      result.commands.push_back(command_line(argv));
+      return result;
+    }
+
+    fs::create_directories(r.out_dir);
+    if (image) ensure_root_image(*image, log);
+    std::string next_script;
+    if (r.then_recipe) {
+      const BootRequest next = next_request(r);
+      const fs::path next_work = r.work_dir / "boot" / (next.kernel.release + "-9p-kexec");
+      build_guest_initramfs(next, next_work / "initramfs.cpio", next_work, "", log);
+      next_script = guest_kexec_script(next, next_work / "initramfs.cpio", guest_append(next));
+    }
+    auto modules = build_guest_initramfs(r, initrd, work, next_script, log);
+
+    const auto before = json_files(r.out_dir);
+    const std::string stamp = utc_stamp();
+    log << r.recipe.name << ": booting (timeout " << r.timeout.count() << " s): " << command_line(argv)
+        << "\n"
+        << std::flush;
+    result.commands.push_back(command_line(argv));
+
+    std::optional<std::string> failure;
+    bool started = false, done = false;
+    const int runs = r.then_recipe ? 2 : 1;
+    ProcessOptions opts;
+    opts.timeout = r.timeout;
+    opts.on_line = [&](const std::string& line, double t) {
+      // The first line carries the serial console's terminal resets before the marker.
+      if (line.find(kMarkInit) != std::string::npos && !result.init_s) result.init_s = t;
+      if (line.rfind(kMarkStart, 0) == 0) {
+        started = true;
+        if (!result.suite_start_s) result.suite_start_s = t;
+      } else if (started && !done && !result.first_output_s && line.rfind(kMarkDone, 0) != 0) {
+        result.first_output_s = t;
+      }
+      if (line.rfind(kMarkDone, 0) == 0) {
+        auto rc = marker_int(line, "rc");
+        result.guest_rc = std::max(result.guest_rc.value_or(0), rc.value_or(-1) < 0 ? 255 : *rc);
+        done = ++result.runs_done == runs;
+      }
+      if (line.rfind(kMarkKexec, 0) == 0) result.kexec_s = t;
+      if (started || line.find("SCHEDLAB-") != std::string::npos)
+        log << fmt::format("[{:7.2f}] {}\n", t, without_escapes(line)) << std::flush;
+      for (const auto& p : kFailurePatterns)
+        if (line.find(p.needle) != std::string::npos && !done) {
+          failure = std::string(p.meaning) + ": \"" + trim(line) + "\"";
+          return false;
+        }
+      return true;
+    };
+    opts.on_tick = [&](double t) {
+      if (result.init_s || t < static_cast<double>(r.boot_timeout.count())) return true;
+      failure = fmt::format("no {} within the {} s boot timeout (the kernel hung or did not start)",
+                            kMarkInit, r.boot_timeout.count());
+      return false;
+    };
+    auto proc = run_process(argv, opts);
+    result.total_s = proc.seconds;
+
+    const fs::path console = r.out_dir / ("console-" + r.recipe.name + "-" + stamp + ".log");
+    write_file_atomic(console, proc.output, /*replace=*/true);
+    result.console_tail = last_lines(without_escapes(proc.output), kConsoleTailLines);
+    for (const auto& f : json_files(r.out_dir))
+      if (!before.count(f)) result.bundles.push_back(f);
+
+    if (failure) {
+      result.status = "boot-failed";
+      result.reason = *failure;
+    } else if (proc.timed_out) {
+      result.status = started ? "timeout" : "boot-failed";
+      result.reason =
+          fmt::format("no {} within the {} s timeout{}", started ? kMarkDone : kMarkStart, r.timeout.count(),
+                      started ? " (the suite started but did not finish)" : "");
+    } else if (!done) {
+      result.status = started ? "failed" : "boot-failed";
+      result.reason =
+          fmt::format("qemu exited (status {}) before the guest reported {}", proc.exit_code, kMarkDone);
+    } else if (result.bundles.size() < static_cast<std::size_t>(runs)) {
+      result.status = "failed";
+      result.reason = "the guest run ended (rc=" + std::to_string(result.guest_rc.value_or(-1)) + ") but " +
+                      std::to_string(result.bundles.size()) + " of " + std::to_string(runs) +
+                      " bundle(s) came back";
+    } else if (result.guest_rc.value_or(1) != 0) {
+      result.status = "failed";
+      result.reason =
+          "schedlab in the guest exited with status " + std::to_string(result.guest_rc.value_or(-1));
+    } else {
+      result.status = "ok";
+    }
+    result.record = r.out_dir / ("boot-" + r.recipe.name + "-" + stamp + ".json");
+    write_file_atomic(result.record, record(r, result, argv, console, modules).dump(2) + "\n");
+    return result;
+  }
+
+ private:
+  static std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+    return out;
+  }
+
+  static BootRequest next_request(const BootRequest& r) {
+    BootRequest next = r;
+    next.recipe = *r.then_recipe;
+    next.kernel = r.then_kernel;
+    next.then_recipe.reset();
+    return next;
+  }
+
+  static std::vector<std::string> build_guest_initramfs(const BootRequest& r, const fs::path& initrd,
+                                                        const fs::path& work, const std::string& next_script,
+                                                        std::ostream& log) {
+    fs::create_directories(work);
+    InitramfsSpec spec;
+    spec.modules_dir = r.kernel.modules;
+    spec.module_roots = module_roots(r);
+    spec.files["/init"] = guest_init_script();
+    spec.files["/etc/schedlab/boot.conf"] = guest_boot_conf(r);
+    spec.files["/etc/schedlab/run.sh"] = guest_run_script(r);
+    spec.files["/etc/schedlab/sched"] = guest_sched_settings(r.recipe);
+    if (!next_script.empty()) spec.files["/etc/schedlab/next.sh"] = next_script;
+    spec.copies["/boot/config-" + r.kernel.release] = r.kernel.config;
+    auto modules = build_initramfs(spec, initrd, work);
+    log << r.recipe.name << ": initramfs " << initrd.string() << " (" << fs::file_size(initrd) / 1024
+        << " KiB; modules: " << (modules.empty() ? "none" : join(modules)) << ")\n";
+    return modules;
+  }
+
+  // The kernel command line: serial console, panic ends qemu (-no-reboot), the recipe's own
+  // arguments, its identity and the accelerator (recorded in the bundle), then --append.
+  static std::string guest_append(const BootRequest& r) {
+    std::string append = "console=ttyS0 panic=-1 " + r.recipe.cmdline + " " + identity_args(r.recipe) +
+                         " schedlab.accel=" + r.accel;
+    if (!r.append.empty()) append += " " + r.append;
+    return append;
+  }
+
+  static void validate(const BootRequest& r) {
+    if (r.then_recipe && r.root == RootMode::kImage)
+      throw InputError(
+          "--then needs --root 9p: the next kernel and initramfs are read through the host root");
+    if (r.accel != "tcg" && r.accel != "kvm")
+      throw InputError("--accel " + r.accel + ": expected tcg or kvm");
+    if (r.accel == "kvm" && ::access("/dev/kvm", R_OK | W_OK) != 0)
+      throw InputError("--accel kvm: /dev/kvm is not usable here");
+    if (r.smp < 1) throw InputError("--smp must be at least 1");
+    if (r.memory_mib < 256) throw InputError("--memory must be at least 256 MiB");
+    if (r.topology && r.topology->cpus() != r.smp)
+      throw InputError(fmt::format("--topology gives {} CPUs but --smp is {}", r.topology->cpus(), r.smp));
+    if (r.numa_nodes < 0 || r.numa_nodes > r.smp)
+      throw InputError(fmt::format("--numa {}: between 0 and the CPU count ({})", r.numa_nodes, r.smp));
+    if (r.numa_nodes > 0 && r.smp % r.numa_nodes != 0)
+      throw InputError(fmt::format("--numa {}: does not divide {} CPUs evenly", r.numa_nodes, r.smp));
+    if (!find_tool("qemu-system-x86_64"))
+      throw Error("qemu-system-x86_64 missing (apt-get install qemu-system-x86)");
+  }
+
+  static std::vector<std::string> qemu_command(const BootRequest& r, const fs::path& initrd,
+                                               const std::optional<fs::path>& image) {
+    std::string smp = std::to_string(r.smp);
+    if (r.topology)
+      smp += fmt::format(",sockets={},cores={},threads={}", r.topology->sockets, r.topology->cores,
+                         r.topology->threads);
+    // qemu64 is an AMD model and TCG cannot emulate topoext: with it a guest sees no SMT siblings.
+    std::string cpu =
+        !r.cpu_model.empty() ? r.cpu_model : (r.topology && r.topology->threads > 1 ? "Nehalem" : "qemu64");
+    const std::string append = guest_append(r);
+    std::vector<std::string> argv{"qemu-system-x86_64",
+                                  "-accel",
+                                  r.accel,
+                                  "-name",
+                                  "schedlab-" + r.recipe.name + ",debug-threads=on",
+                                  "-cpu",
+                                  cpu,
+                                  "-smp",
+                                  smp,
+                                  "-m",
+                                  std::to_string(r.memory_mib),
+                                  "-nographic",
+                                  "-no-reboot",
+                                  "-nic",
+                                  "none",
+                                  "-kernel",
+                                  r.kernel.vmlinuz.string(),
+                                  "-initrd",
+                                  initrd.string(),
+                                  "-append",
+                                  append};
+    if (r.numa_nodes > 0) {
+      const int per_cpu = r.smp / r.numa_nodes;
+      const int per_mem = r.memory_mib / r.numa_nodes;
+      for (int n = 0; n < r.numa_nodes; ++n) {
+        argv.insert(
+            argv.end(),
+            {"-object", fmt::format("memory-backend-ram,id=m{},size={}M", n, per_mem), "-numa",
+             fmt::format("node,nodeid={},cpus={}-{},memdev=m{}", n, n * per_cpu, (n + 1) * per_cpu - 1, n)});
+      }
+    }
+    if (image) {
+      argv.insert(argv.end(), {"-drive", "file=" + image->string() + ",format=raw,if=virtio,readonly=on"});
+      argv.insert(argv.end(), {"-virtfs", "local,path=" + r.schedlab_binary.parent_path().string() +
+                                              ",mount_tag=suite,security_model=none,readonly=on"});
+    } else {
+      argv.insert(
+          argv.end(),
+          {"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"});
+    }
+    argv.insert(argv.end(), {"-virtfs", "local,path=" + fs::absolute(r.out_dir).string() +
+                                            ",mount_tag=out,security_model=none"});
+    return argv;
+  }
+
+  static json record(const BootRequest& r, const BootResult& res, const std::vector<std::string>& argv,
+                     const fs::path& console, const std::vector<std::string>& modules) {
+    auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+    json bundles = json::array();
+    for (const auto& b : res.bundles) bundles.push_back(b.filename().string());
+    return {
+        {"schema", "schedlab.boot/1"},
+        {"backend", "qemu"},
+        {"status", res.status},
+        {"reason", res.reason.empty() ? json(nullptr) : json(res.reason)},
+        {"recipe", {{"name", r.recipe.name}, {"label", r.recipe.label}, {"file", r.recipe.file.string()}}},
+        {"kernel",
+         {{"package", r.kernel.package}, {"version", r.kernel.version}, {"release", r.kernel.release}}},
+        {"guest",
+         {{"accel", r.accel},
+          {"smp", r.smp},
+          {"memory_mib", r.memory_mib},
+          {"topology", r.topology ? json{{"sockets", r.topology->sockets},
+                                         {"cores", r.topology->cores},
+                                         {"threads", r.topology->threads}}
+                                  : json(nullptr)},
+          {"numa_nodes", r.numa_nodes},
+          {"root", r.root == RootMode::kImage ? "ext4-image" : "9p-loose"},
+          {"modules", modules}}},
+        {"run_args", r.run_args},
+        {"qemu_command", argv},
+        {"seconds",
+         {{"init", opt(res.init_s)},
+          {"suite_start", opt(res.suite_start_s)},
+          {"first_output", opt(res.first_output_s)},
+          {"total", opt(res.total_s)}}},
+        {"guest_rc", res.guest_rc ? json(*res.guest_rc) : json(nullptr)},
+        {"runs_done", res.runs_done},
+        {"then", r.then_recipe ? json{{"recipe", r.then_recipe->name},
+                                      {"release", r.then_kernel.release},
+                                      {"kexec_s", res.kexec_s ? json(*res.kexec_s) : json(nullptr)}}
+                               : json(nullptr)},
+        {"bundles", bundles},
+        {"console_log", console.filename().string()},
+        {"console_tail", res.console_tail}};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<BootBackend> make_qemu_backend() {
+  return std::make_unique<QemuBackend>();
+}
+
+}  // namespace schedlab::kernels

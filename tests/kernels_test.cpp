@@ -1,0 +1,457 @@
+// kernels/: recipes, config checks, apt output, the module closure, the lab backends' commands and
+// the process runner. Nothing here downloads or boots (kernel_boot_test does).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_util.hpp"
+#include "core/error.hpp"
+#include "kernels/boot_backend.hpp"
+#include "kernels/config_check.hpp"
+#include "kernels/initramfs.hpp"
+#include "kernels/lab_backends.hpp"
+#include "kernels/package_cache.hpp"
+#include "kernels/process.hpp"
+#include "kernels/recipe.hpp"
+#include "test_util.hpp"
+
+namespace schedlab::kernels {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const fs::path kRecipes = SCHEDLAB_SOURCE_DIR "/kernels/recipes";
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+TEST(Recipes, TheShippedRecipesLoadWithPinsAndRequirements) {
+  auto all = load_recipes(kRecipes);
+  ASSERT_GE(all.size(), 5U);
+  auto r61 = load_recipe(kRecipes, "debian-6.1");
+  EXPECT_EQ(r61.kind, SourceKind::kPackage);
+  EXPECT_EQ(r61.package.package, "linux-image-" + r61.package.release);
+  EXPECT_FALSE(r61.package.version.empty());
+  EXPECT_EQ(r61.cache_key(), r61.package.package + "_" + r61.package.version);
+  bool schedstats = false;
+  for (const auto& q : r61.require) schedstats = schedstats || q.option == "SCHEDSTATS";
+  EXPECT_TRUE(schedstats);
+  auto rt = load_recipe(kRecipes, "debian-6.1-rt");
+  EXPECT_EQ(rt.package.release.find("-rt-"), rt.package.release.find("-rt-"));
+  EXPECT_NE(rt.package.release.find("rt"), std::string::npos);
+}
+
+TEST(Recipes, AVariantTakesItsBaseKernelAndAddsSchedulerSettings) {
+  auto base = load_recipe(kRecipes, "debian-6.1");
+  auto v = load_recipe(kRecipes, "debian-6.1-no-gentle");
+  EXPECT_EQ(v.cache_key(), base.cache_key());  // same kernel, no rebuild
+  EXPECT_EQ(v.sched_features, std::vector<std::string>{"NO_GENTLE_FAIR_SLEEPERS"});
+  EXPECT_NE(v.label, base.label);
+  ASSERT_EQ(v.chain.size(), 1U);
+  auto s = load_recipe(kRecipes, "debian-6.12-short-slice");
+  EXPECT_EQ(s.sched_tunables.at("base_slice_ns"), "1000000");
+}
+
+TEST(Recipes, ASourceRecipeNamesItsTarballBaseConfigFragmentAndPatches) {
+  auto r = load_recipe(kRecipes, "debian-6.12-yield-tail");
+  EXPECT_EQ(r.kind, SourceKind::kSource);
+  EXPECT_EQ(r.source.package, "linux-source-6.12");
+  EXPECT_EQ(r.source.base_config, "debian-6.12");
+  ASSERT_EQ(r.source.patches.size(), 1U);
+  EXPECT_TRUE(fs::exists(r.source.patches[0]));
+  EXPECT_TRUE(fs::exists(r.source.config_fragment));
+  EXPECT_EQ(r.cache_key(), "linux-source-6.12_" + r.source.version);
+  TempDir dir;
+  write(dir.path() / "s.toml",
+        "[source]\ntype = \"source\"\npackage = \"linux-source-6.12\"\nversion = \"1\"\n"
+        "base_config = \"debian-6.12\"\npatches = [\"nosuch.patch\"]\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "s"); }).find("s.toml:6: [source] patches: "),
+            std::string::npos);
+}
+
+TEST(Recipes, ErrorsNameFileLineAndKey) {
+  TempDir dir;
+  write(dir.path() / "a.toml", "[source]\npackage = \"x\"\nversion = 3\nrelease = \"r\"\n");
+  EXPECT_EQ(error_of([&] { load_recipe(dir.path(), "a"); }),
+            (dir.path() / "a.toml").string() + ":3: [source] version: expected a string");
+  write(dir.path() / "b.toml", "[source]\npackage = \"x\"\nversion = \"1\"\nrelase = \"r\"\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "b"); }).find("b.toml:4: [source] relase: unknown key"),
+            std::string::npos);
+  write(dir.path() / "c.toml", "[source]\npackage = \"x\"\nversion = \"1\"\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "c"); }).find("c.toml:1: [source]: missing key 'release'"),
+            std::string::npos);
+  write(dir.path() / "d.toml", "[source\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "d"); }).find("d.toml:1: "), std::string::npos);
+  write(dir.path() / "e.toml", "base = \"f\"\n");
+  write(dir.path() / "f.toml", "base = \"e\"\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "e"); }).find("base recipes form a cycle"),
+            std::string::npos);
+  write(
+      dir.path() / "g.toml",
+      "[source]\npackage = \"x\"\nversion = \"1\"\nrelease = \"r\"\n[config]\nrequire = [\"sched stats\"]\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "g"); }).find("g.toml:6: [config] require: 'sched stats'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "nosuch"); }).find("unknown kernel recipe 'nosuch'"),
+            std::string::npos);
+}
+
+TEST(Recipes, RepinRewritesOnlyThePinAndKeepsComments) {
+  TempDir dir;
+  fs::copy_file(kRecipes / "debian-6.1.toml", dir.path() / "debian-6.1.toml");
+  auto before = load_recipe(dir.path(), "debian-6.1");
+  PackageSource pin = before.package;
+  pin.package = "linux-image-6.1.0-57-amd64";
+  pin.version = "6.1.192-3";
+  pin.release = "6.1.0-57-amd64";
+  repin_recipe_file(dir.path() / "debian-6.1.toml", pin);
+  auto after = load_recipe(dir.path(), "debian-6.1");
+  EXPECT_EQ(after.package.package, pin.package);
+  EXPECT_EQ(after.package.version, pin.version);
+  EXPECT_EQ(after.package.release, pin.release);
+  EXPECT_EQ(after.package.track, before.package.track);
+  auto text = *read_text(dir.path() / "debian-6.1.toml");
+  EXPECT_NE(text.find("# `update` follows this metapackage"), std::string::npos) << text;
+}
+
+// Lines quoted from boot/config-6.1.0-50-amd64 (Debian 6.1.176-1).
+constexpr const char* kConfig61 =
+    "CONFIG_SCHEDSTATS=y\n"
+    "CONFIG_HZ=250\n"
+    "CONFIG_VIRTIO_PCI=m\n"
+    "CONFIG_NET_9P=m\n"
+    "# CONFIG_PREEMPT_RT is not set\n";
+
+TEST(ConfigCheck, ReportsWhatIsMissingAndWhy) {
+  std::vector<ConfigRequirement> req = {{"SCHEDSTATS", {"y"}},
+                                        {"VIRTIO_PCI", {"y", "m"}},
+                                        {"NET_9P", {"y"}},
+                                        {"PREEMPT_RT", {"y"}},
+                                        {"HZ", {"250"}}};
+  auto report = check_config(req, kConfig61);
+  EXPECT_FALSE(report.ok());
+  auto missing = report.missing();
+  ASSERT_EQ(missing.size(), 2U);
+  EXPECT_EQ(missing[0], "CONFIG_NET_9P=m (need y)");
+  EXPECT_EQ(missing[1], "CONFIG_PREEMPT_RT is not set (need y)");
+  EXPECT_EQ(report.findings[1].text(), "CONFIG_VIRTIO_PCI=m");
+  EXPECT_TRUE(report.findings[4].ok);
+}
+
+TEST(AptPolicy, ParsesTheVersionTable) {
+  // `apt-cache policy linux-image-amd64` on Debian 12, December 2026.
+  auto p = parse_apt_policy(
+      "linux-image-amd64:\n"
+      "  Installed: (none)\n"
+      "  Candidate: 6.1.192-3\n"
+      "  Version table:\n"
+      "     6.1.192-3 500\n"
+      "        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n"
+      " *** 6.1.176-1 500\n"
+      "        500 http://deb.debian.org/debian bookworm/main amd64 Packages\n");
+  EXPECT_FALSE(p.installed);
+  EXPECT_EQ(p.candidate, "6.1.192-3");
+  EXPECT_EQ(p.versions, (std::vector<std::string>{"6.1.192-3", "6.1.176-1"}));
+  EXPECT_TRUE(parse_apt_policy("").versions.empty());
+}
+
+TEST(Initramfs, ModuleClosureLoadsDependenciesFirstAndSkipsBuiltins) {
+  TempDir dir;
+  // Lines of modules.dep made by `depmod -b` for 6.1.0-50-amd64.
+  write(dir.path() / "modules.dep",
+        "kernel/fs/9p/9p.ko: kernel/net/9p/9pnet.ko kernel/fs/fscache/fscache.ko kernel/fs/netfs/netfs.ko\n"
+        "kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_legacy_dev.ko "
+        "kernel/drivers/virtio/virtio_pci_modern_dev.ko kernel/drivers/virtio/virtio_ring.ko "
+        "kernel/drivers/virtio/virtio.ko\n"
+        "kernel/net/9p/9pnet_virtio.ko: kernel/net/9p/9pnet.ko kernel/drivers/virtio/virtio_ring.ko "
+        "kernel/drivers/virtio/virtio.ko\n"
+        "kernel/fs/netfs/netfs.ko:\nkernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko\n"
+        "kernel/drivers/virtio/virtio.ko:\nkernel/drivers/virtio/virtio_ring.ko:\n"
+        "kernel/drivers/virtio/virtio_pci_modern_dev.ko:\nkernel/drivers/virtio/virtio_pci_legacy_dev.ko:\n"
+        "kernel/net/9p/9pnet.ko:\n");
+  write(dir.path() / "modules.builtin", "kernel/drivers/tty/serial/8250/8250.ko\n");
+  auto order = module_closure(dir.path(), {"virtio_pci", "9pnet_virtio", "9p", "8250"});
+  std::vector<std::string> names;
+  for (const auto& p : order) names.push_back(fs::path(p).stem().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"virtio", "virtio_ring", "virtio_pci_modern_dev",
+                                             "virtio_pci_legacy_dev", "virtio_pci", "9pnet", "9pnet_virtio",
+                                             "netfs", "fscache", "9p"}));
+  EXPECT_NE(error_of([&] { module_closure(dir.path(), {"nosuch"}); }).find("module nosuch: neither in"),
+            std::string::npos);
+}
+
+TEST(LabBackends, KexecKeepsTheRunningRootAndAddsTheRecipe) {
+  auto r = load_recipe(kRecipes, "debian-6.1");
+  auto cmdline = kexec_cmdline(
+      "BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=1234 ro quiet schedlab.recipe=old -- --init-arg", r,
+      "mitigations=off");
+  EXPECT_EQ(
+      cmdline,
+      "root=UUID=1234 ro quiet quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs mitigations=off");
+}
+
+TEST(LabBackends, GrubEntryIsTheNonRecoveryEntryLoadingTheRelease) {
+  // The shape Debian's /etc/grub.d/10_linux writes (abridged; ids as grub-mkconfig makes them).
+  const std::string cfg =
+      "menuentry 'Debian GNU/Linux' --class debian $menuentry_id_option 'gnulinux-simple-abcd' {\n"
+      "\tlinux\t/boot/vmlinuz-6.12.100+deb12-amd64 root=UUID=abcd ro quiet\n}\n"
+      "submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-abcd' {\n"
+      "\tmenuentry 'Debian GNU/Linux, with Linux 6.1.0-50-amd64 (recovery mode)' --class debian "
+      "$menuentry_id_option 'gnulinux-6.1.0-50-amd64-recovery-abcd' {\n"
+      "\t\tlinux\t/boot/vmlinuz-6.1.0-50-amd64 root=UUID=abcd ro single\n\t}\n"
+      "\tmenuentry 'Debian GNU/Linux, with Linux 6.1.0-50-amd64' --class debian "
+      "$menuentry_id_option 'gnulinux-6.1.0-50-amd64-advanced-abcd' {\n"
+      "\t\tlinux\t/boot/vmlinuz-6.1.0-50-amd64 root=UUID=abcd ro quiet\n\t}\n}\n";
+  EXPECT_EQ(grub_entry_for(cfg, "6.1.0-50-amd64"),
+            "gnulinux-advanced-abcd>gnulinux-6.1.0-50-amd64-advanced-abcd");
+  EXPECT_EQ(grub_entry_for(cfg, "6.12.100+deb12-amd64"), "gnulinux-simple-abcd");
+  EXPECT_FALSE(grub_entry_for(cfg, "6.1.0-57-amd64"));
+}
+
+BootRequest lab_request(const fs::path& state) {
+  BootRequest req;
+  req.recipe = load_recipe(kRecipes, "debian-6.1");
+  const auto& p = req.recipe.package;
+  req.kernel = {p.package, p.version, p.release, {}, {}, {}, {}, {}};
+  req.run_args = {"run", "--workload", "yield"};
+  req.out_dir = state.parent_path() / "out";
+  req.schedlab_binary = SCHEDLAB_BINARY;
+  req.state_file = state;
+  req.dry_run = true;
+  return req;
+}
+
+TEST(LabBackends, DryRunsListTheExactCommandsAndWriteNothing) {
+  TempDir dir;
+  LabEnvironment env{HostPaths::under(dir.path()), dir.path() / "etc", dir.path() / "run"};
+  write(dir.path() / "proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.12 root=/dev/sda1 ro\n");
+  auto req = lab_request(dir.path() / "state.json");
+  std::ostringstream log;
+  auto k = make_kexec_backend(env)->boot(req, log);
+  EXPECT_EQ(k.status, "dry-run");
+  ASSERT_EQ(k.commands.size(), 5U);
+  EXPECT_EQ(k.commands[1],
+            "apt-get install -y --no-install-recommends linux-image-6.1.0-50-amd64=" + req.kernel.version);
+  EXPECT_EQ(k.commands[2],
+            "kexec -l /boot/vmlinuz-6.1.0-50-amd64 --initrd=/boot/initrd.img-6.1.0-50-amd64 "
+            "'--append=root=/dev/sda1 "
+            "ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs'");
+  EXPECT_EQ(k.commands[3], "sync");
+  EXPECT_EQ(k.commands[4], "kexec -e");
+  write(dir.path() / "run/systemd/system/.keep", "");
+  write(dir.path() / "boot/vmlinuz-6.1.0-50-amd64", "");  // installed: no apt-get
+  k = make_kexec_backend(env)->boot(req, log);
+  ASSERT_EQ(k.commands.size(), 4U);
+  EXPECT_EQ(k.commands[3], "systemctl kexec");
+
+  // grub: needs a grub.cfg entry for the release (it exists now that the kernel is installed).
+  EXPECT_NE(error_of([&] { make_grub_backend(env)->boot(req, log); }).find("grub.cfg: cannot read it"),
+            std::string::npos);
+  write(dir.path() / "boot/grub/grub.cfg",
+        "submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-u' {\n"
+        "\tmenuentry 'Debian GNU/Linux, with Linux 6.1.0-50-amd64' $menuentry_id_option "
+        "'gnulinux-6.1.0-50-amd64-advanced-u' {\n"
+        "\t\tlinux /boot/vmlinuz-6.1.0-50-amd64 root=/dev/sda1 ro\n\t}\n}\n");
+  write(dir.path() / "etc/default/grub", "GRUB_DEFAULT=saved\nGRUB_TIMEOUT=5\n");
+  auto g = make_grub_backend(env)->boot(req, log);
+  ASSERT_EQ(g.commands.size(), 3U);
+  EXPECT_EQ(g.commands[1], "grub-reboot 'gnulinux-advanced-u>gnulinux-6.1.0-50-amd64-advanced-u'");
+  EXPECT_EQ(g.commands[2], "reboot");
+  EXPECT_FALSE(fs::exists(req.state_file));
+}
+
+TEST(LabBackends, ResumeRunsTheSuiteInTheExpectedKernelOrRecordsBootFailed) {
+  TempDir dir;
+  LabEnvironment env{HostPaths::under(dir.path()), dir.path() / "etc", dir.path() / "run"};
+  const auto state = dir.path() / "state.json";
+  int stagings = 0;
+  auto staged = [&](const std::string& release) {
+    nlohmann::json s = {{"schema", "schedlab.boot-state/1"},
+                        {"backend", "grub"},
+                        {"recipe", {{"name", "debian-6.1"}, {"label", "6.1-cfs"}}},
+                        {"kernel", {{"release", release}}},
+                        {"run_args", {"run", "--workload", "yield"}},
+                        {"out_dir", (dir.path() / "out").string()},
+                        {"schedlab", "/x/schedlab"},
+                        {"staged_at", "2026-12-01T00:00:0" + std::to_string(++stagings) + "Z"},
+                        {"boot_id_before", "old-boot"}};
+    write(state, s.dump());
+  };
+  write(dir.path() / "proc/sys/kernel/random/boot_id", "new-boot\n");
+  write(dir.path() / "proc/sys/kernel/osrelease", "6.12.100+deb12-amd64\n");
+  staged("6.1.0-50-amd64");
+  int runs = 0;
+  auto o = resume_boot(state, env, [&](const std::vector<std::string>&) { return ++runs, 0; });
+  EXPECT_EQ(o.status, "boot-failed");
+  EXPECT_NE(o.reason.find("running 6.12.100+deb12-amd64, expected 6.1.0-50-amd64"), std::string::npos);
+  EXPECT_EQ(runs, 0);
+  EXPECT_FALSE(fs::exists(state)) << "a result is recorded once";
+  EXPECT_TRUE(fs::exists(o.record));
+
+  staged("6.12.100+deb12-amd64");
+  std::vector<std::string> argv;
+  o = resume_boot(state, env, [&](const std::vector<std::string>& a) { return argv = a, 0; });
+  EXPECT_EQ(o.status, "ok");
+  EXPECT_EQ(argv, (std::vector<std::string>{"/x/schedlab", "run", "--workload", "yield", "--out",
+                                            (dir.path() / "out").string()}));
+  staged("6.12.100+deb12-amd64");
+  write(dir.path() / "proc/sys/kernel/random/boot_id", "old-boot\n");
+  EXPECT_NE(error_of([&] {
+              resume_boot(state, env, [](const std::vector<std::string>&) { return 0; });
+            }).find("staged in this boot"),
+            std::string::npos);
+}
+
+TEST(Topology, ParsesSocketsCoresThreads) {
+  auto t = parse_topology("sockets=2,cores=2,threads=2");
+  EXPECT_EQ(t.cpus(), 8);
+  for (const char* bad : {"sockets=2,cores=x", "sockets=0", "cores=2,cores=3", "dies=2", ""})
+    EXPECT_NE(error_of([&] { parse_topology(bad); }).find("expected sockets=N,cores=N,threads=N"),
+              std::string::npos)
+        << bad;
+}
+
+TEST(Process, CapturesOutputFeedsInputAndKillsOnTimeoutOrRequest) {
+  ProcessOptions in;
+  in.stdin_text = std::string(300000, 'x') + "\n";
+  auto r = run_process({"wc", "-c"}, in);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(trim(r.output), "300001");
+  ProcessOptions slow;
+  slow.timeout = std::chrono::seconds(1);
+  r = run_process({"sh", "-c", "sleep 30"}, slow);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.seconds, 10);
+  ProcessOptions stop;
+  std::vector<std::string> seen;
+  stop.on_line = [&](const std::string& line, double) {
+    seen.push_back(line);
+    return line != "panic";
+  };
+  r = run_process({"sh", "-c", "echo a; echo panic; sleep 30; echo never"}, stop);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "panic"}));
+  seen.clear();
+  r = run_process({"printf", "progress 1\\rprogress 2\\r\\nnext\\n"}, stop);  // a terminal's progress line
+  EXPECT_EQ(seen, (std::vector<std::string>{"progress 1", "progress 2", "next"}));
+  EXPECT_NE(error_of([] {
+              run_checked({"sh", "-c", "echo why; exit 3"});
+            })
+                .find("`sh -c 'echo why; exit 3'` exited "
+                      "with status 3:\nwhy"),
+            std::string::npos);
+  EXPECT_EQ(command_line({"a b", "it's", "plain"}), "'a b' 'it'\\''s' plain");
+}
+
+}  // namespace
+}  // namespace schedlab::kernels
+
+namespace schedlab {
+namespace {
+
+using testing::TempDir;
+
+// Through the binary: listings, clear errors, dry runs. Nothing is downloaded or booted.
+TEST(KernelCli, ListAndInfo) {
+  auto list = testing::schedlab("kernel list");
+  EXPECT_EQ(list.code, 0) << list.out;
+  for (const char* name : {"debian-6.1 ", "debian-6.12 ", "debian-6.1-rt ", "debian-6.1-no-gentle "})
+    EXPECT_NE(list.out.find(name), std::string::npos) << name << "\n" << list.out;
+  auto info = testing::schedlab("kernel info debian-6.12-short-slice");
+  EXPECT_EQ(info.code, 0) << info.out;
+  EXPECT_NE(info.out.find("tunable     sched/base_slice_ns = 1000000"), std::string::npos) << info.out;
+  auto unknown = testing::schedlab("kernel info nosuch");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("unknown kernel recipe 'nosuch'"), std::string::npos) << unknown.out;
+}
+
+TEST(KernelCli, APinTheArchiveLacksIsAnErrorNamingUpdate) {
+  if (!kernels::find_tool("apt-cache")) GTEST_SKIP() << "no apt-cache here";
+  TempDir dir;
+  const auto recipes = dir.path() / "recipes";
+  std::filesystem::create_directories(recipes);
+  std::filesystem::copy_file(SCHEDLAB_SOURCE_DIR "/kernels/recipes/debian-6.1.toml",
+                             recipes / "debian-6.1.toml");
+  auto text = *read_text(recipes / "debian-6.1.toml");
+  auto at = text.find("version = \"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "version = \"6.1.0-gone-1\"");
+  std::ofstream(recipes / "debian-6.1.toml") << text;
+  auto o = testing::schedlab("kernel --recipes " + recipes.string() + " --cache-dir " +
+                             (dir.path() / "cache").string() + " fetch debian-6.1");
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(
+      o.out.find(
+          "[source] version: the archive no longer has linux-image-6.1.0-50-amd64 6.1.0-gone-1 (it has: "),
+      std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("run `schedlab kernel update debian-6.1` to re-pin"), std::string::npos) << o.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "cache/kernels")) << "nothing downloaded";
+}
+
+TEST(KernelCli, UpdateRepinsToTheTrackAndSaysWhatChanged) {
+  if (!kernels::find_tool("apt-cache")) GTEST_SKIP() << "no apt-cache here";
+  TempDir dir;
+  std::filesystem::copy_file(SCHEDLAB_SOURCE_DIR "/kernels/recipes/debian-6.1.toml",
+                             dir.path() / "debian-6.1.toml");
+  const auto policy = kernels::apt_policy("linux-image-amd64");
+  if (!policy.candidate) GTEST_SKIP() << "apt has no linux-image-amd64 candidate (apt-get update?)";
+  auto o = testing::schedlab("kernel --recipes " + dir.path().string() + " update debian-6.1");
+  EXPECT_EQ(o.code, 0) << o.out;
+  auto after = kernels::load_recipe(dir.path(), "debian-6.1");
+  // linux-image-amd64 depends on exactly one linux-image-ABI package at its candidate version.
+  EXPECT_EQ(after.package.version, *policy.candidate) << o.out;
+  EXPECT_EQ(after.package.package, "linux-image-" + after.package.release);
+  auto again = testing::schedlab("kernel --recipes " + dir.path().string() + " update debian-6.1");
+  EXPECT_EQ(again.code, 0);
+  EXPECT_NE(again.out.find("the pin is unchanged"), std::string::npos) << again.out;
+  auto derived = testing::schedlab("kernel update debian-6.1-no-gentle");
+  EXPECT_EQ(derived.code, 2);
+  EXPECT_NE(derived.out.find("derives its kernel from debian-6.1: update that recipe"), std::string::npos)
+      << derived.out;
+}
+
+TEST(KernelCli, QemuDryRunShowsTheGuestTopology) {
+  TempDir dir;
+  auto o =
+      testing::schedlab("kernel --cache-dir " + dir.path().string() +
+                        " boot debian-6.1 --dry-run --smp 8 --topology sockets=2,cores=2,threads=2 --numa 2 "
+                        "--memory 2048 --out " +
+                        (dir.path() / "out").string() + " -- run --workload yield");
+  EXPECT_EQ(o.code, 0) << o.out;
+  for (const char* part :
+       {"-cpu Nehalem -smp 8,sockets=2,cores=2,threads=2 -m 2048",
+        "-object memory-backend-ram,id=m1,size=1024M", "-numa node,nodeid=1,cpus=4-7,memdev=m1",
+        "mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs schedlab.accel=tcg"})
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out"));
+  auto bad = testing::schedlab(
+      "kernel boot debian-6.1 --dry-run --smp 4 --topology sockets=2,cores=2,threads=2 -- run");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--topology gives 8 CPUs but --smp is 4"), std::string::npos) << bad.out;
+  auto out_arg = testing::schedlab("kernel --cache-dir " + dir.path().string() +
+                                   " boot debian-6.1 --dry-run -- run --out /tmp/x");
+  EXPECT_EQ(out_arg.code, 2) << out_arg.out;
+}
+
+TEST(KernelCli, KexecDryRunPrintsTheCommands) {
+  auto o = testing::schedlab("kernel boot debian-6.1 --backend kexec --dry-run -- run --workload yield");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("kexec -l /boot/vmlinuz-6.1.0-"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nsync\n"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace schedlab
