@@ -29,8 +29,6 @@ if [ "$ROOT_MODE" = image ]; then
   mount -t ext4 -o ro,noload /dev/vda /lower || fatal "mount the root image /dev/vda"
   mkdir -p /rw; mount -t tmpfs -o size=50% tmpfs /rw; mkdir -p /rw/upper /rw/work
   mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /host || fatal "overlay on the root image"
-  mkdir -p "/host$SUITE_DIR"
-  mount -t 9p -o ro,cache=loose,$O9 suite "/host$SUITE_DIR" || fatal "mount the suite share at $SUITE_DIR"
 else
   mount -t 9p -o ro,cache=$CACHE,$O9 hostroot /host || fatal "mount the host root (9p hostroot)"
 fi
@@ -40,6 +38,9 @@ mount -t tmpfs -o mode=1777 tmpfs /host/tmp
 mount -t tmpfs -o mode=1777 tmpfs /host/var/tmp
 mount -t tmpfs -o mode=755 tmpfs /host/run
 mount -t tmpfs -o mode=755 tmpfs /host/boot
+# After the tmpfs mounts: a build tree under /tmp (a CI checkout) would be hidden by the guest's /tmp.
+mkdir -p "/host$SUITE_DIR"
+mount -t 9p -o ro,cache=loose,$O9 suite "/host$SUITE_DIR" || fatal "mount the suite share at $SUITE_DIR"
 cp /boot/* /host/boot/ 2>/dev/null
 mount -t proc proc /host/proc
 mount -t sysfs sysfs /host/sys

@@ -310,13 +310,15 @@ class QemuBackend : public BootBackend {
     }
     if (image) {
       argv.insert(argv.end(), {"-drive", "file=" + image->string() + ",format=raw,if=virtio,readonly=on"});
-      argv.insert(argv.end(), {"-virtfs", "local,path=" + r.schedlab_binary.parent_path().string() +
-                                              ",mount_tag=suite,security_model=none,readonly=on"});
     } else {
       argv.insert(
           argv.end(),
           {"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"});
     }
+    // The suite's build directory on its own share in both modes: the guest mounts it last, over its
+    // own /tmp and /run, where a CI checkout's build tree would otherwise be hidden.
+    argv.insert(argv.end(), {"-virtfs", "local,path=" + r.schedlab_binary.parent_path().string() +
+                                            ",mount_tag=suite,security_model=none,readonly=on"});
     argv.insert(argv.end(), {"-virtfs", "local,path=" + fs::absolute(r.out_dir).string() +
                                             ",mount_tag=out,security_model=none"});
     return argv;
