@@ -10,9 +10,7 @@ namespace schedlab {
 namespace {
 
 struct TraceSums {
-  std::size_t repetitions = 0;
-  double operations = 0;
-  bool every_rep_has_operations = true;
+  WorkDone work;
   std::map<std::string, double> totals;  // summed over repetitions
   double latency_weighted = 0;           // mean latency x wakeups, to average over repetitions
   double latency_max = 0;
@@ -23,17 +21,12 @@ TraceSums sum_traces(const InstanceSamples& side) {
   for (const Instance* in : side.all) {
     for (const auto& rep : in->diagnostics) {
       if (!rep.ok() || rep.trace.value("status", "") != status::kOk) continue;
-      ++s.repetitions;
+      s.work.add(rep);
       const auto& t = rep.trace.at("totals");
       for (const char* key : {"switches", "preempted", "migrations", "run_s", "wait_s", "wakeups", "tasks"})
         s.totals[key] += t.value(key, 0.0);
       s.latency_weighted += t.value("wakeup_latency_mean_us", 0.0) * t.value("wakeups", 0.0);
       s.latency_max = std::max(s.latency_max, t.value("wakeup_latency_max_us", 0.0));
-      auto ops = rep.metrics.find("operations");
-      if (ops == rep.metrics.end() || !(ops->second.value > 0))
-        s.every_rep_has_operations = false;
-      else
-        s.operations += ops->second.value;
     }
   }
   return s;
@@ -47,13 +40,12 @@ DiagnosticTable diff_traces(const std::string& side, const InstanceSamples& base
   d.kind = "trace";
   d.side = side;
   const auto a = sum_traces(base), b = sum_traces(other);
-  d.base_repetitions = a.repetitions;
-  d.other_repetitions = b.repetitions;
-  if (a.repetitions == 0 || b.repetitions == 0) return d;
-  const bool per_op = a.every_rep_has_operations && b.every_rep_has_operations;
+  d.base_repetitions = a.work.repetitions;
+  d.other_repetitions = b.work.repetitions;
+  if (a.work.repetitions == 0 || b.work.repetitions == 0) return d;
+  const bool per_op = a.work.every_rep_has_operations && b.work.every_rep_has_operations;
   d.per = per_op ? "operation" : "repetition";
-  const double a_div = per_op ? a.operations : static_cast<double>(a.repetitions);
-  const double b_div = per_op ? b.operations : static_cast<double>(b.repetitions);
+  const double a_div = a.work.divisor(per_op), b_div = b.work.divisor(per_op);
   const std::string per = per_op ? "/op" : "/rep";
   auto rate = [&](const char* key, const std::string& measure, const std::string& unit, double scale) {
     d.rows.push_back(
@@ -71,17 +63,15 @@ DiagnosticTable diff_traces(const std::string& side, const InstanceSamples& base
   d.rows.push_back({"wakeup-to-run latency, mean", "us", mean_latency(a), mean_latency(b)});
   d.rows.push_back({"wakeup-to-run latency, max", "us", a.latency_max, b.latency_max});
   d.rows.push_back({"tasks traced per repetition", "",
-                    a.totals.at("tasks") / static_cast<double>(a.repetitions),
-                    b.totals.at("tasks") / static_cast<double>(b.repetitions)});
+                    a.totals.at("tasks") / static_cast<double>(a.work.repetitions),
+                    b.totals.at("tasks") / static_cast<double>(b.work.repetitions)});
   return d;
 }
 
 namespace {
 
 struct CounterSums {
-  std::size_t repetitions = 0;
-  double operations = 0;
-  bool every_rep_has_operations = true;
+  WorkDone work;
   std::map<std::string, double> values;
   std::map<std::string, std::string> units;
 };
@@ -98,13 +88,7 @@ CounterSums sum_diagnostic_schedstat(const InstanceSamples& side) {
         s.units[name] = c.unit;
         any = true;
       }
-      if (!any) continue;
-      ++s.repetitions;
-      auto ops = rep.metrics.find("operations");
-      if (ops == rep.metrics.end() || !(ops->second.value > 0))
-        s.every_rep_has_operations = false;
-      else
-        s.operations += ops->second.value;
+      if (any) s.work.add(rep);
     }
   }
   return s;
@@ -118,13 +102,12 @@ DiagnosticTable diff_diagnostic_schedstat(const std::string& side, const Instanc
   d.kind = "schedstat";
   d.side = side;
   const auto a = sum_diagnostic_schedstat(base), b = sum_diagnostic_schedstat(other);
-  d.base_repetitions = a.repetitions;
-  d.other_repetitions = b.repetitions;
-  if (a.repetitions == 0 || b.repetitions == 0) return d;
-  const bool per_op = a.every_rep_has_operations && b.every_rep_has_operations;
+  d.base_repetitions = a.work.repetitions;
+  d.other_repetitions = b.work.repetitions;
+  if (a.work.repetitions == 0 || b.work.repetitions == 0) return d;
+  const bool per_op = a.work.every_rep_has_operations && b.work.every_rep_has_operations;
   d.per = per_op ? "operation" : "repetition";
-  const double a_div = per_op ? a.operations : static_cast<double>(a.repetitions);
-  const double b_div = per_op ? b.operations : static_cast<double>(b.repetitions);
+  const double a_div = a.work.divisor(per_op), b_div = b.work.divisor(per_op);
   for (const auto& [name, value] : a.values) {
     auto it = b.values.find(name);
     if (it == b.values.end()) continue;

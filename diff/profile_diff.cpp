@@ -11,26 +11,21 @@ namespace schedlab {
 
 ProfileTotals profile_totals(const InstanceSamples& side) {
   ProfileTotals t;
-  bool every_rep_has_operations = true;
-  double operations = 0;
+  WorkDone work;
   for (const Instance* in : side.all) {
     for (const auto& rep : in->diagnostics) {
       if (!rep.ok() || rep.profile.value("status", "") != status::kOk) continue;
-      ++t.repetitions;
+      work.add(rep);
       t.event = rep.profile.value("event", "");
       t.nmi = rep.profile.value("nmi", false);
       t.samples += rep.profile.value("samples", 0.0);
       t.lost_samples += rep.profile.value("lost_samples", 0.0);
       for (const auto& [symbol, n] : rep.profile.at("symbols").items()) t.symbols[symbol] += n.get<double>();
-      auto ops = rep.metrics.find("operations");
-      if (ops == rep.metrics.end() || !(ops->second.value > 0))
-        every_rep_has_operations = false;
-      else
-        operations += ops->second.value;
     }
   }
-  t.per = every_rep_has_operations ? "operation" : "repetition";
-  t.operations = every_rep_has_operations ? operations : static_cast<double>(t.repetitions);
+  t.repetitions = work.repetitions;
+  t.per = work.every_rep_has_operations ? "operation" : "repetition";
+  t.operations = work.divisor(work.every_rep_has_operations);
   return t;
 }
 

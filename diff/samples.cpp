@@ -19,6 +19,15 @@ void append(std::map<std::string, std::vector<TrialValues>>& into, const std::st
 
 }  // namespace
 
+void WorkDone::add(const Repetition& rep) {
+  ++repetitions;
+  auto ops = rep.metrics.find("operations");
+  if (ops == rep.metrics.end() || !(ops->second.value > 0))
+    every_rep_has_operations = false;
+  else
+    operations += ops->second.value;
+}
+
 std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& side) {
   std::vector<std::pair<std::string, InstanceSamples>> out;
   auto slot = [&out](const std::string& key) -> InstanceSamples& {

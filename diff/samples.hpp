@@ -28,6 +28,18 @@ struct InstanceSamples {
   std::size_t total = 0;
 };
 
+// The work a set of diagnostic repetitions did, to normalise their profiles, traces and counters by:
+// the workload's `operations` summed, or, when a repetition lacks them, only how many repetitions.
+struct WorkDone {
+  std::size_t repetitions = 0;
+  double operations = 0;
+  bool every_rep_has_operations = true;
+  void add(const Repetition& rep);
+  double divisor(bool per_operation) const {
+    return per_operation ? operations : static_cast<double>(repetitions);
+  }
+};
+
 // Instances of a side by key, in the order they first appear.
 std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& side);
 
