@@ -1,0 +1,73 @@
+#pragma once
+// A campaign file (TOML, DESIGN.md's contract) and the plan it expands into: configuration x trial x
+// workload instance, each a step the daemon runs once and records in the store.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/campaign/calendar.hpp"
+
+namespace schedlab {
+
+enum class CampaignOrder { kInterleaved, kBlocked };
+
+struct ExporterSettings {
+  std::string listen = "127.0.0.1:9464";  // "" turns the exposer off
+  std::string pushgateway;                // "" : no push
+  int configurations_per_host = 3;        // headline series kept per host: the newest N configurations
+  std::string host;                       // label value; default: the machine's hostname
+};
+
+struct CampaignWorkload {
+  std::string id;        // "yield" unless given; unique within the campaign
+  std::string workload;  // registered workload name
+  int repetitions = 9;
+  // KEY -> VALUE as `--param` takes it; a TOML array becomes "[a,b,c]" (a sweep, expanded per value).
+  std::map<std::string, std::string> params;
+  int line = 0;  // of its [[workload]] table, for errors found later
+};
+
+struct Campaign {
+  std::filesystem::path file;
+  std::string name;
+  std::optional<CalendarSpec> schedule;  // nullopt: "once"
+  std::string store_url;                 // "sqlite:///path"
+  std::filesystem::path output;          // bundles land under output/
+  std::vector<std::string> configurations = {"running"};
+  int trials = 1;
+  CampaignOrder order = CampaignOrder::kInterleaved;
+  std::uint64_t seed = 1;
+  std::vector<std::string> events;  // [campaign] events = [...]; empty: the default set
+  bool counters = true;             // [campaign] counters = false: no perf counters
+  bool profile = false;
+  double timeout_s = 120;  // per repetition
+  ExporterSettings exporter;
+  std::vector<CampaignWorkload> workloads;
+  std::string content_hash;  // of the file's bytes: a changed file is a new campaign
+};
+
+// Parses and validates; throws InputError "FILE:LINE: key: why" for every problem (unknown keys
+// included, so a typo never silently falls back to a default).
+Campaign load_campaign(const std::filesystem::path& file);
+
+// One unit of work: an instance's repetitions in one trial of one configuration.
+struct CampaignStep {
+  int index = 0;    // position in the plan, 0-based
+  std::string key;  // stable across restarts: "t1/running/yield.threads=2"
+  std::string configuration;
+  int trial = 1;            // 1-based
+  std::string instance_id;  // sweep values spelt into it: "yield.threads=2"
+  std::string workload;
+  std::map<std::string, std::string> params;  // single values only
+  int repetitions = 9;
+  std::uint64_t seed = 0;  // derived from the campaign seed and the step
+};
+
+// configurations x trials in the campaign's order (interleaved: t1 A, t1 B, t2 A...; blocked: A t1,
+// A t2, B t1...), within each the instances (sweeps expanded) in an order shuffled by seed and trial.
+std::vector<CampaignStep> expand_plan(const Campaign& c);
+
+}  // namespace schedlab
