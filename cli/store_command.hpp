@@ -1,0 +1,23 @@
+#pragma once
+// `schedlab history` and `schedlab store rebuild`: argument parsing only; the work is in daemon/store.
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace schedlab {
+
+// Root keeps the store with the system's state; others in their home.
+std::string default_store_url();
+
+class StoreCommand {
+ public:
+  explicit StoreCommand(CLI::App& app);
+  bool chosen() const { return history_->parsed() || store_->parsed(); }
+  int run() const;
+
+ private:
+  CLI::App *history_, *store_, *rebuild_;
+  std::string url_ = default_store_url(), workload_, metric_, kernel_, dir_;
+};
+
+}  // namespace schedlab

@@ -1,0 +1,118 @@
+#include "daemon/store/sqlite.hpp"
+
+#include <sqlite3.h>
+
+#include "core/error.hpp"
+
+namespace schedlab::sql {
+
+Database::Database(const std::filesystem::path& file) : file_(file) {
+  if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw Error(file.string() + ": cannot open the store: " + why);
+  }
+  // A second process (schedlab history while the daemon writes) waits instead of failing at once.
+  sqlite3_busy_timeout(db_, 10000);
+}
+
+Database::~Database() {
+  sqlite3_close(db_);
+}
+
+void Database::fail(const std::string& doing) const {
+  throw Error(file_.string() + ": " + doing + ": " + sqlite3_errmsg(db_));
+}
+
+void Database::exec(const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string why = message ? message : sqlite3_errmsg(db_);
+    sqlite3_free(message);
+    throw Error(file_.string() + ": " + sql.substr(0, 60) + ": " + why);
+  }
+}
+
+std::int64_t Database::last_insert_id() const {
+  return sqlite3_last_insert_rowid(db_);
+}
+
+Statement::Statement(Database& db, const std::string& sql) : db_(db), sql_(sql) {
+  if (sqlite3_prepare_v2(db.handle(), sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
+    db_.fail("preparing '" + sql.substr(0, 60) + "'");
+}
+
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::bind(int index, const Value& value) {
+  int rc = SQLITE_OK;
+  if (std::holds_alternative<std::nullptr_t>(value))
+    rc = sqlite3_bind_null(stmt_, index);
+  else if (auto* i = std::get_if<std::int64_t>(&value))
+    rc = sqlite3_bind_int64(stmt_, index, *i);
+  else if (auto* d = std::get_if<double>(&value))
+    rc = sqlite3_bind_double(stmt_, index, *d);
+  else {
+    const auto& s = std::get<std::string>(value);
+    rc = sqlite3_bind_text(stmt_, index, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  if (rc != SQLITE_OK)
+    db_.fail("binding parameter " + std::to_string(index) + " of '" + sql_.substr(0, 60) + "'");
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  db_.fail("running '" + sql_.substr(0, 60) + "'");
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::int64_t Statement::integer(int column) const {
+  return sqlite3_column_int64(stmt_, column);
+}
+double Statement::real(int column) const {
+  return sqlite3_column_double(stmt_, column);
+}
+bool Statement::is_null(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+std::string Statement::text(int column) const {
+  auto* p = sqlite3_column_text(stmt_, column);
+  return p ? std::string(reinterpret_cast<const char*>(p),
+                         static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)))
+           : std::string();
+}
+
+Transaction::Transaction(Database& db) : db_(db) {
+  db_.exec("BEGIN IMMEDIATE");
+}
+
+Transaction::~Transaction() {
+  if (!done_) {
+    try {
+      db_.exec("ROLLBACK");
+    } catch (...) {  // a failed rollback leaves SQLite to roll back on close; nothing more to do here
+    }
+  }
+}
+
+void Transaction::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace schedlab::sql

@@ -1,0 +1,81 @@
+#pragma once
+// A thin RAII layer over SQLite's C API: a connection, prepared statements with bound values, and
+// transactions that roll back unless committed. Errors throw Error naming the database and statement.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace schedlab::sql {
+
+using Value = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
+
+class Database;
+
+class Statement {
+ public:
+  Statement(Database& db, const std::string& sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, const Value& value);  // 1-based, as SQLite counts
+  template <typename... Values>
+  Statement& bind_all(const Values&... values) {
+    int i = 0;
+    (bind(++i, Value(values)), ...);
+    return *this;
+  }
+  bool step();  // true while a row is available
+  void run();   // steps to the end (statements without rows)
+  void reset();
+
+  std::int64_t integer(int column) const;
+  double real(int column) const;
+  std::string text(int column) const;
+  bool is_null(int column) const;
+
+ private:
+  Database& db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string sql_;
+};
+
+class Database {
+ public:
+  explicit Database(const std::filesystem::path& file);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  void exec(const std::string& sql);
+  std::int64_t last_insert_id() const;
+  sqlite3* handle() { return db_; }
+  const std::filesystem::path& file() const { return file_; }
+  [[noreturn]] void fail(const std::string& doing) const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::filesystem::path file_;
+};
+
+// BEGIN IMMEDIATE on construction; ROLLBACK in the destructor unless commit() ran.
+class Transaction {
+ public:
+  explicit Transaction(Database& db);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit();
+
+ private:
+  Database& db_;
+  bool done_ = false;
+};
+
+}  // namespace schedlab::sql

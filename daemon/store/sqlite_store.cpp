@@ -1,0 +1,337 @@
+// The SQLite store: WAL journal, synchronous=FULL (a box that loses power mid-campaign must not lose
+// a committed step), foreign keys on. Schema version 1.
+#include <algorithm>
+#include <cmath>
+
+#include "core/bundle_io.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "daemon/store/sqlite.hpp"
+#include "daemon/store/store.hpp"
+
+namespace schedlab {
+namespace {
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS bundles (
+  id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, run_id TEXT, trial INTEGER, label TEXT,
+  configuration TEXT, configuration_hash TEXT, kernel_release TEXT, host TEXT, started_at TEXT,
+  finished_at TEXT);
+CREATE TABLE IF NOT EXISTS kernels (
+  configuration_hash TEXT PRIMARY KEY, kernel_release TEXT, configuration TEXT, identity TEXT);
+CREATE TABLE IF NOT EXISTS repetitions (
+  id INTEGER PRIMARY KEY, bundle_id INTEGER NOT NULL REFERENCES bundles(id) ON DELETE CASCADE,
+  instance_id TEXT, workload TEXT, params_hash TEXT, rep_index INTEGER, status TEXT, started_at TEXT,
+  duration_s REAL);
+CREATE TABLE IF NOT EXISTS metrics (
+  repetition_id INTEGER NOT NULL REFERENCES repetitions(id) ON DELETE CASCADE, name TEXT, value REAL,
+  unit TEXT);
+CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(name);
+CREATE INDEX IF NOT EXISTS repetitions_by_workload ON repetitions(workload);
+CREATE TABLE IF NOT EXISTS campaigns (name TEXT PRIMARY KEY, first_seen TEXT);
+CREATE TABLE IF NOT EXISTS campaign_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, campaign TEXT, content_hash TEXT, scheduled_for TEXT,
+  started_at TEXT, finished_at TEXT, status TEXT, steps_total INTEGER);
+CREATE TABLE IF NOT EXISTS steps (
+  run_id INTEGER REFERENCES campaign_runs(id), step_key TEXT, step_index INTEGER, status TEXT,
+  attempts INTEGER, attempt_dir TEXT, bundle_path TEXT, started_at TEXT, finished_at TEXT, reason TEXT,
+  PRIMARY KEY (run_id, step_key));
+)";
+
+StepStatus parse_step_status(const std::string& s) {
+  if (s == "running") return StepStatus::kRunning;
+  if (s == "finished") return StepStatus::kFinished;
+  if (s == "failed") return StepStatus::kFailed;
+  return StepStatus::kPending;
+}
+
+class SqliteStore : public Store {
+ public:
+  explicit SqliteStore(const std::filesystem::path& file) : db_(file) {
+    db_.exec("PRAGMA journal_mode=WAL");
+    db_.exec("PRAGMA synchronous=FULL");
+    db_.exec("PRAGMA foreign_keys=ON");
+    db_.exec(kSchema);
+    sql::Statement version(db_, "PRAGMA user_version");
+    version.step();
+    if (version.integer(0) == 0)
+      db_.exec("PRAGMA user_version=1");
+    else if (version.integer(0) != 1)
+      throw Error(file.string() + ": store schema version " + std::to_string(version.integer(0)) +
+                  " is newer than this schedlab knows (1)");
+  }
+
+  bool index_bundle(const std::filesystem::path& path, const Bundle& bundle) override {
+    sql::Transaction tx(db_);
+    bool added = insert_bundle(path, bundle);
+    tx.commit();
+    return added;
+  }
+
+  int bundle_count() override { return count("SELECT count(*) FROM bundles"); }
+  int repetition_count() override { return count("SELECT count(*) FROM repetitions"); }
+
+  std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
+                                    const std::string& kernel) override {
+    sql::Statement q(db_, R"(
+      SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, m.value, m.unit, b.path
+      FROM metrics m JOIN repetitions r ON m.repetition_id = r.id JOIN bundles b ON r.bundle_id = b.id
+      WHERE r.workload = ?1 AND m.name = ?2 AND r.status = 'ok'
+        AND (?3 = '' OR b.configuration = ?3 OR b.kernel_release = ?3)
+      ORDER BY b.started_at, b.id, r.instance_id, r.rep_index)");
+    q.bind_all(workload, metric, kernel);
+    std::vector<HistoryPoint> out;
+    std::vector<double> values;
+    std::int64_t current_bundle = -1;
+    auto flush = [&] {
+      if (values.empty()) return;
+      out.back().median = median(values);
+      out.back().repetitions = static_cast<int>(values.size());
+      values.clear();
+    };
+    while (q.step()) {
+      if (q.integer(0) != current_bundle || out.back().instance_id != q.text(4)) {
+        flush();
+        current_bundle = q.integer(0);
+        out.push_back({q.text(1), q.text(2), q.text(3), q.text(4), 0, q.text(6), 0, q.text(7)});
+      }
+      values.push_back(q.real(5));
+    }
+    flush();
+    return out;
+  }
+
+  std::map<std::string, double> seconds_per_repetition() override {
+    sql::Statement q(db_,
+                     "SELECT workload, duration_s FROM repetitions WHERE status = 'ok' ORDER BY workload");
+    std::map<std::string, std::vector<double>> by_workload;
+    while (q.step()) by_workload[q.text(0)].push_back(q.real(1));
+    std::map<std::string, double> out;
+    for (auto& [w, v] : by_workload) out[w] = median(v);
+    return out;
+  }
+
+  std::optional<CampaignRun> unfinished_run(const std::string& campaign) override {
+    return one_run("WHERE campaign = ?1 AND status = 'running' ORDER BY id DESC LIMIT 1", campaign);
+  }
+  std::optional<CampaignRun> last_run(const std::string& campaign) override {
+    return one_run("WHERE campaign = ?1 ORDER BY id DESC LIMIT 1", campaign);
+  }
+
+  CampaignRun begin_run(const std::string& campaign, const std::string& content_hash,
+                        const std::string& scheduled_for, int steps_total) override {
+    sql::Transaction tx(db_);
+    sql::Statement(
+        db_,
+        "INSERT INTO campaign_runs (campaign, content_hash, scheduled_for, started_at, finished_at, "
+        "status, steps_total) VALUES (?1, ?2, ?3, ?4, '', 'running', ?5)")
+        .bind_all(campaign, content_hash, scheduled_for, utc_timestamp(), std::int64_t{steps_total})
+        .run();
+    auto id = db_.last_insert_id();
+    tx.commit();
+    return *one_run("WHERE id = ?1", id);
+  }
+
+  void end_run(std::int64_t run, const std::string& status) override {
+    sql::Statement(db_, "UPDATE campaign_runs SET status = ?2, finished_at = ?3 WHERE id = ?1")
+        .bind_all(run, status, utc_timestamp())
+        .run();
+  }
+
+  std::string first_seen(const std::string& campaign) override {
+    sql::Statement(db_, "INSERT OR IGNORE INTO campaigns (name, first_seen) VALUES (?1, ?2)")
+        .bind_all(campaign, utc_timestamp())
+        .run();
+    sql::Statement q(db_, "SELECT first_seen FROM campaigns WHERE name = ?1");
+    q.bind_all(campaign);
+    q.step();
+    return q.text(0);
+  }
+
+  std::map<std::string, StepRecord> steps(std::int64_t run) override {
+    sql::Statement q(
+        db_,
+        "SELECT step_key, step_index, status, attempts, attempt_dir, bundle_path, reason FROM steps "
+        "WHERE run_id = ?1");
+    q.bind_all(run);
+    std::map<std::string, StepRecord> out;
+    while (q.step())
+      out[q.text(0)] = {q.text(0),
+                        static_cast<int>(q.integer(1)),
+                        parse_step_status(q.text(2)),
+                        static_cast<int>(q.integer(3)),
+                        q.text(4),
+                        q.text(5),
+                        q.text(6)};
+    return out;
+  }
+
+  void begin_step(std::int64_t run, int index, const std::string& key,
+                  const std::filesystem::path& attempt_dir) override {
+    sql::Statement(db_, R"(
+      INSERT INTO steps (run_id, step_key, step_index, status, attempts, attempt_dir, bundle_path, started_at,
+                         finished_at, reason)
+      VALUES (?1, ?2, ?3, 'running', 1, ?4, '', ?5, '', '')
+      ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'running', attempts = attempts + 1,
+        attempt_dir = ?4, started_at = ?5, reason = '')")
+        .bind_all(run, key, std::int64_t{index}, attempt_dir.string(), utc_timestamp())
+        .run();
+  }
+
+  void end_step(std::int64_t run, const std::string& key, StepStatus status,
+                const std::optional<std::filesystem::path>& bundle_path, const Bundle* bundle,
+                const std::string& reason) override {
+    sql::Transaction tx(db_);
+    if (bundle_path && bundle) insert_bundle(*bundle_path, *bundle);
+    sql::Statement(db_,
+                   "UPDATE steps SET status = ?3, bundle_path = ?4, finished_at = ?5, reason = ?6 "
+                   "WHERE run_id = ?1 AND step_key = ?2")
+        .bind_all(run, key, to_string(status), bundle_path ? bundle_path->string() : std::string(),
+                  utc_timestamp(), reason)
+        .run();
+    before_commit();
+    tx.commit();
+  }
+
+  void abandon_step(std::int64_t run, const std::string& key, const std::string& reason) override {
+    sql::Statement(db_,
+                   "UPDATE steps SET status = 'pending', reason = ?3 WHERE run_id = ?1 AND step_key = ?2")
+        .bind_all(run, key, reason)
+        .run();
+  }
+
+  int rebuild(const std::filesystem::path& dir, std::vector<std::string>& skipped) override {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw InputError(dir.string() + ": not a directory of bundles");
+    std::vector<std::filesystem::path> files;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      // Attempts the daemon discarded (a killed or abandoned step) were never results.
+      if (it->is_directory() && it->path().extension() == ".discarded") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
+    }
+    if (ec) throw Error(dir.string() + ": cannot list: " + ec.message());
+    std::sort(files.begin(), files.end());
+    sql::Transaction tx(db_);
+    db_.exec("DELETE FROM metrics; DELETE FROM repetitions; DELETE FROM bundles; DELETE FROM kernels;");
+    int indexed = 0;
+    for (const auto& f : files) {
+      try {
+        insert_bundle(std::filesystem::weakly_canonical(f), load_bundle(f));
+        ++indexed;
+      } catch (const InputError& e) {
+        skipped.push_back(e.what());
+      }
+    }
+    tx.commit();
+    return indexed;
+  }
+
+ private:
+  int count(const std::string& sql) {
+    sql::Statement q(db_, sql);
+    q.step();
+    return static_cast<int>(q.integer(0));
+  }
+
+  std::optional<CampaignRun> one_run(const std::string& where, const sql::Value& key) {
+    sql::Statement q(db_,
+                     "SELECT id, campaign, content_hash, scheduled_for, started_at, finished_at, status, "
+                     "steps_total FROM campaign_runs " +
+                         where);
+    q.bind(1, key);
+    if (!q.step()) return std::nullopt;
+    return CampaignRun{q.integer(0), q.text(1), q.text(2), q.text(3),
+                       q.text(4),    q.text(5), q.text(6), static_cast<int>(q.integer(7))};
+  }
+
+  // Inside the caller's transaction.
+  bool insert_bundle(const std::filesystem::path& path, const Bundle& b) {
+    sql::Statement exists(db_, "SELECT id FROM bundles WHERE path = ?1");
+    exists.bind_all(path.string());
+    if (exists.step()) return false;
+    const std::string config_hash = b.configuration.value("hash", "");
+    const std::string release = b.configuration.value("kernel_release", "");
+    const std::string configuration = configuration_name(b);
+    sql::Statement(
+        db_,
+        "INSERT INTO bundles (path, run_id, trial, label, configuration, configuration_hash, "
+        "kernel_release, host, started_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+        .bind_all(path.string(), b.run_id, std::int64_t{b.trial}, b.label, configuration, config_hash,
+                  release, b.host.value("hostname", ""), b.started_at, b.finished_at)
+        .run();
+    const auto bundle_id = db_.last_insert_id();
+    sql::Statement(
+        db_,
+        "INSERT OR REPLACE INTO kernels (configuration_hash, kernel_release, configuration, identity) "
+        "VALUES (?1, ?2, ?3, ?4)")
+        .bind_all(config_hash, release, configuration, b.kernel.dump())
+        .run();
+    sql::Statement rep(
+        db_,
+        "INSERT INTO repetitions (bundle_id, instance_id, workload, params_hash, rep_index, status, "
+        "started_at, duration_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    sql::Statement metric(db_,
+                          "INSERT INTO metrics (repetition_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)");
+    for (const auto& in : b.instances)
+      for (const auto& r : in.repetitions) {
+        rep.reset();
+        rep.bind_all(bundle_id, in.id, in.workload, in.params_hash, std::int64_t{r.index}, r.status,
+                     r.started_at, r.duration_s)
+            .run();
+        const auto rep_id = db_.last_insert_id();
+        for (const auto& [name, value] : r.metrics) {
+          if (!std::isfinite(value.value)) continue;
+          metric.reset();
+          metric.bind_all(rep_id, name, value.value, value.unit).run();
+        }
+      }
+    return true;
+  }
+
+  sql::Database db_;
+};
+
+}  // namespace
+
+std::string to_string(StepStatus s) {
+  switch (s) {
+    case StepStatus::kRunning:
+      return "running";
+    case StepStatus::kFinished:
+      return "finished";
+    case StepStatus::kFailed:
+      return "failed";
+    case StepStatus::kPending:
+      break;
+  }
+  return "pending";
+}
+
+std::string configuration_name(const Bundle& bundle) {
+  if (!bundle.label.empty()) return bundle.label;
+  return bundle.configuration.value("kernel_release", "unknown");
+}
+
+std::unique_ptr<Store> open_store(const std::string& url) {
+  std::string path = url;
+  const std::string sqlite = "sqlite://";
+  if (url.rfind(sqlite, 0) == 0)
+    path = url.substr(sqlite.size());
+  else if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+    throw InputError("store '" + url + "': PostgreSQL stores are not implemented yet (use sqlite:///PATH)");
+  else if (url.find("://") != std::string::npos)
+    throw InputError("store '" + url + "': unknown scheme (expected sqlite:///PATH)");
+  if (path.empty()) throw InputError("store '" + url + "': no database path");
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  return std::make_unique<SqliteStore>(path);
+}
+
+}  // namespace schedlab

@@ -1,0 +1,113 @@
+#pragma once
+// The store indexes result bundles (runs, repetitions, metrics, kernel identities) and keeps the
+// daemon's campaign progress. Bundles on disk stay the source of truth: the index can be rebuilt
+// from them. SQLite implements it (sqlite_store.hpp); a PostgreSQL store would implement the same.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace schedlab {
+
+struct HistoryPoint {
+  std::string started_at;     // the bundle's start
+  std::string configuration;  // label, or the kernel release on the running kernel
+  std::string kernel_release;
+  std::string instance_id;
+  double median = 0;  // of the ok repetitions
+  std::string unit;
+  int repetitions = 0;  // ok ones
+  std::string bundle_path;
+};
+
+struct CampaignRun {
+  std::int64_t id = 0;
+  std::string campaign;
+  std::string content_hash;
+  std::string scheduled_for;  // UTC timestamp of the schedule elapse it serves; "" for once
+  std::string started_at;
+  std::string finished_at;  // "" while unfinished
+  std::string status;       // running | finished | superseded
+  int steps_total = 0;
+};
+
+enum class StepStatus { kPending, kRunning, kFinished, kFailed };
+std::string to_string(StepStatus s);
+
+struct StepRecord {
+  std::string key;
+  int index = 0;
+  StepStatus status = StepStatus::kPending;
+  int attempts = 0;
+  std::string attempt_dir;
+  std::string bundle_path;
+  std::string reason;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Indexes a bundle file; false when that path is indexed already (indexing is idempotent).
+  virtual bool index_bundle(const std::filesystem::path& path, const Bundle& bundle) = 0;
+  virtual int bundle_count() = 0;
+  virtual int repetition_count() = 0;  // timed repetitions indexed, any status
+  // Median of the ok repetitions of `metric` per bundle and instance of `workload`, oldest first;
+  // `kernel` (empty: any) matches the configuration label or the kernel release.
+  virtual std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
+                                            const std::string& kernel) = 0;
+  // Median wall seconds of one timed repetition per workload, over everything indexed.
+  virtual std::map<std::string, double> seconds_per_repetition() = 0;
+
+  // Campaign progress.
+  virtual std::optional<CampaignRun> unfinished_run(const std::string& campaign) = 0;
+  virtual std::optional<CampaignRun> last_run(const std::string& campaign) = 0;
+  virtual CampaignRun begin_run(const std::string& campaign, const std::string& content_hash,
+                                const std::string& scheduled_for, int steps_total) = 0;
+  virtual void end_run(std::int64_t run, const std::string& status) = 0;
+  // When the daemon first saw a campaign (a schedule's persistence starts there); recorded on first call.
+  virtual std::string first_seen(const std::string& campaign) = 0;
+
+  virtual std::map<std::string, StepRecord> steps(std::int64_t run) = 0;
+  // Marks a step running with one more attempt, before its process starts.
+  virtual void begin_step(std::int64_t run, int index, const std::string& key,
+                          const std::filesystem::path& attempt_dir) = 0;
+  // In one transaction: the step's bundle indexed (when there is one) and the step ended. A crash
+  // before the commit leaves the step running, to be discarded and rerun: never recorded twice.
+  virtual void end_step(std::int64_t run, const std::string& key, StepStatus status,
+                        const std::optional<std::filesystem::path>& bundle_path, const Bundle* bundle,
+                        const std::string& reason) = 0;
+  // A running step whose attempt was abandoned (killed daemon, SIGTERM): back to pending.
+  virtual void abandon_step(std::int64_t run, const std::string& key, const std::string& reason) = 0;
+
+  // Drops the bundle index and re-indexes every bundle under `dir` (campaign progress is kept).
+  // Returns the number indexed; a file that does not load is reported in `skipped`.
+  virtual int rebuild(const std::filesystem::path& dir, std::vector<std::string>& skipped) = 0;
+
+  // Called inside end_step's transaction just before its commit: the fault test stops the daemon
+  // there to prove a half-written step is never counted.
+  void set_commit_hook(std::function<void()> hook) { commit_hook_ = std::move(hook); }
+
+ protected:
+  void before_commit() const {
+    if (commit_hook_) commit_hook_();
+  }
+
+ private:
+  std::function<void()> commit_hook_;
+};
+
+// "sqlite:///var/lib/schedlab/store.db" (or a plain path). Throws InputError for other schemes.
+std::unique_ptr<Store> open_store(const std::string& url);
+
+// The configuration a bundle measured, as dashboards and history name it: its label when one was
+// given, else the kernel release (on the running kernel).
+std::string configuration_name(const Bundle& bundle);
+
+}  // namespace schedlab

@@ -1,0 +1,114 @@
+// The SQLite store on real bundles from this machine (tests/fixtures/profile: yield runs).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/bundle_io.hpp"
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "daemon/store/store.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("schedlab-store-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "bundles");
+    for (const auto& sub : {"counters-per-cgroup", "counters-per-task"})
+      for (const auto& e : fs::directory_iterator(fs::path(SCHEDLAB_FIXTURES_DIR) / "profile" / sub))
+        if (e.path().extension() == ".json") {
+          fs::copy_file(e.path(), dir_ / "bundles" / e.path().filename());
+          files_.push_back(dir_ / "bundles" / e.path().filename());
+        }
+    std::sort(files_.begin(), files_.end());
+    store_ = open_store("sqlite://" + (dir_ / "store.db").string());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::vector<fs::path> files_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, IndexesEachBundleOnceAndAnswersHistoryWithTheMedian) {
+  ASSERT_EQ(files_.size(), 4u);
+  for (const auto& f : files_) EXPECT_TRUE(store_->index_bundle(f, load_bundle(f)));
+  EXPECT_FALSE(store_->index_bundle(files_[0], load_bundle(files_[0])));  // idempotent
+  EXPECT_EQ(store_->bundle_count(), 4);
+
+  auto points = store_->history("yield", "ns_per_yield", "");
+  ASSERT_EQ(points.size(), 4u);
+  for (std::size_t i = 1; i < points.size(); ++i) EXPECT_LE(points[i - 1].started_at, points[i].started_at);
+  const auto first = load_bundle(fs::path(points[0].bundle_path));
+  std::vector<double> values;
+  for (const auto& r : first.instances.at(0).repetitions)
+    if (r.ok()) values.push_back(r.metrics.at("ns_per_yield").value);
+  EXPECT_DOUBLE_EQ(points[0].median, median(values));
+  EXPECT_EQ(points[0].repetitions, static_cast<int>(values.size()));
+  EXPECT_EQ(points[0].unit, "ns");
+
+  // The configuration filter matches a label (these bundles carry one) and nothing else.
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "counters-per-task").size(), 2u);
+  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "no-such-kernel").empty());
+  EXPECT_TRUE(store_->history("yield", "no_such_metric", "").empty());
+  EXPECT_GT(store_->seconds_per_repetition().at("yield"), 0);
+}
+
+TEST_F(StoreTest, RebuildReindexesFromDiskSkippingDiscardedAttemptsAndReportingBadFiles) {
+  store_->index_bundle(files_[0], load_bundle(files_[0]));
+  fs::create_directories(dir_ / "bundles" / "attempt-1.discarded");
+  fs::copy_file(files_[1], dir_ / "bundles" / "attempt-1.discarded" / "x.json");
+  std::ofstream(dir_ / "bundles" / "broken.json") << "{\"schema\": ";
+  std::vector<std::string> skipped;
+  EXPECT_EQ(store_->rebuild(dir_ / "bundles", skipped), 4);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("broken.json"), std::string::npos) << skipped[0];
+  EXPECT_EQ(store_->bundle_count(), 4);
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "").size(), 4u);
+}
+
+TEST_F(StoreTest, AStepIsRecordedOnceAndACrashBeforeCommitLeavesItRunning) {
+  auto run = store_->begin_run("nightly", "abc", "", 2);
+  EXPECT_EQ(store_->unfinished_run("nightly")->id, run.id);
+  store_->begin_step(run.id, 0, "t1/running/yield", dir_ / "a1");
+  store_->end_step(run.id, "t1/running/yield", StepStatus::kFinished, files_[0], nullptr, "");
+
+  // A failure inside the step's transaction (the daemon dying there) rolls back bundle and status.
+  store_->begin_step(run.id, 1, "t1/running/wakeup", dir_ / "b1");
+  const auto bundle = load_bundle(files_[1]);
+  store_->set_commit_hook([] { throw std::runtime_error("killed"); });
+  EXPECT_THROW(store_->end_step(run.id, "t1/running/wakeup", StepStatus::kFinished, files_[1], &bundle, ""),
+               std::runtime_error);
+  store_->set_commit_hook(nullptr);
+  auto steps = store_->steps(run.id);
+  EXPECT_EQ(steps.at("t1/running/wakeup").status, StepStatus::kRunning);
+  EXPECT_EQ(store_->bundle_count(), 0);
+
+  store_->abandon_step(run.id, "t1/running/wakeup", "daemon ended");
+  store_->begin_step(run.id, 1, "t1/running/wakeup", dir_ / "b2");
+  store_->end_step(run.id, "t1/running/wakeup", StepStatus::kFinished, files_[1], &bundle, "");
+  steps = store_->steps(run.id);
+  EXPECT_EQ(steps.at("t1/running/wakeup").attempts, 2);
+  EXPECT_EQ(steps.at("t1/running/wakeup").attempt_dir, (dir_ / "b2").string());
+  EXPECT_EQ(store_->bundle_count(), 1);
+  EXPECT_EQ(store_->repetition_count(), static_cast<int>(bundle.instances.at(0).repetitions.size()));
+
+  store_->end_run(run.id, "finished");
+  EXPECT_FALSE(store_->unfinished_run("nightly"));
+  EXPECT_EQ(store_->last_run("nightly")->status, "finished");
+}
+
+TEST_F(StoreTest, RefusesStoresItCannotOpen) {
+  EXPECT_THROW(open_store("postgresql://db/schedlab"), InputError);
+  EXPECT_THROW(open_store("mysql://db"), InputError);
+  EXPECT_THROW(open_store("sqlite://"), InputError);
+}
+
+}  // namespace
+}  // namespace schedlab
