@@ -66,6 +66,14 @@ class Reader {
     return out;
   }
 
+  std::optional<bool> boolean(const std::string& tname, const std::string& key) const {
+    const auto* t = table(tname);
+    const toml::node* n = t ? t->get(key) : nullptr;
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) fail(*n, "[" + tname + "] " + key, "expected true or false");
+    return n->as_boolean()->get();
+  }
+
   [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& why) const {
     throw InputError(where(file_, n) + ": " + key + ": " + why);
   }
@@ -104,7 +112,8 @@ class Reader {
 const std::map<std::string, std::set<std::string>> kKnownKeys = {
     {"kernel", {"label", "description"}},
     {"source",
-     {"type", "package", "version", "release", "track", "base_config", "config_fragment", "patches"}},
+     {"type", "package", "version", "release", "track", "base_config", "config_fragment", "patches",
+      "modules"}},
     {"boot", {"cmdline", "modules"}},
     {"config", {"require"}},
     {"scheduler", {"features", "tunables"}},
@@ -163,6 +172,7 @@ void apply(const Reader& r, Recipe& out) {
       out.source.version = r.required_string("source", "version");
       out.source.base_config = r.required_string("source", "base_config");
       if (auto f = r.string("source", "config_fragment")) out.source.config_fragment = dir / *f;
+      out.source.loadable_modules = r.boolean("source", "modules").value_or(true);
       for (const auto& p : r.strings("source", "patches").value_or(std::vector<std::string>{}))
         out.source.patches.push_back(dir / p);
       for (const auto& p : out.source.patches)

@@ -27,6 +27,10 @@ struct SourceBuild {
   std::string base_config;                     // recipe whose packaged config starts the build
   std::filesystem::path config_fragment;       // CONFIG_X=y lines applied on top (absolute)
   std::vector<std::filesystem::path> patches;  // applied in order with `patch -p1` (absolute)
+  // false: `make mod2noconfig` after olddefconfig, so only the kernel proper is compiled (what the
+  // guest needs is built in by the fragment). A distro config's ~4,000 modules take hours on 2 cores
+  // and none of them is the scheduler.
+  bool loadable_modules = true;
 };
 
 // A config requirement: CONFIG_<option> must have one of `allowed` ("y", "m", or a literal value).

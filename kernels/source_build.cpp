@@ -22,6 +22,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kReadyFile = "built.json";
+constexpr const char* kPreparedFile = "prepared";  // the recipe hash, once the tree is patched and configured
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> out;
@@ -57,6 +58,7 @@ std::string recipe_hash(const Recipe& r, const std::string& base_config) {
   std::string material = r.source.package + "=" + r.source.version + "\n" + base_config;
   if (!r.source.config_fragment.empty()) material += text_of(r.source.config_fragment);
   for (const auto& p : r.source.patches) material += p.filename().string() + "\n" + text_of(p);
+  if (!r.source.loadable_modules) material += "\nmodules = false";
   return canonical_hash(material);
 }
 
@@ -75,6 +77,45 @@ std::vector<ConfigRequirement> fragment_requirements(const fs::path& fragment) {
   return out;
 }
 
+ProcessOptions in_directory(const fs::path& dir) {
+  ProcessOptions o;
+  o.cwd = dir;
+  return o;
+}
+
+fs::path only_subdirectory(const fs::path& parent) {
+  for (const auto& e : fs::directory_iterator(parent))
+    if (e.is_directory()) return e.path();
+  throw Error(parent.string() + ": no source tree in it");
+}
+
+void apply_patches(const Recipe& r, const fs::path& tree, std::ostream& log) {
+  for (const auto& patch : r.source.patches) {
+    auto res =
+        run_process({"patch", "-p1", "--forward", "--batch", "-i", patch.string()}, in_directory(tree));
+    if (res.exit_code != 0)
+      throw Error(r.file.string() + ": [source] patches: " + patch.filename().string() +
+                  " does not apply to " + r.source.package + " " + r.source.version + ":\n" +
+                  last_lines(res.output, 12));
+    log << r.name << ": applied " << patch.filename().string() << "\n";
+  }
+}
+
+// The compiled tree of a finished build with this recipe's source, config and fragment but no
+// patches (any recipe name), if one is in the cache.
+std::optional<fs::path> pristine_twin(const Recipe& r, const KernelArtifacts& base, const fs::path& cache) {
+  Recipe pristine = r;
+  pristine.source.patches.clear();
+  const std::string suffix = "-" + recipe_hash(pristine, text_of(base.config));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache / "builds", ec)) {
+    const auto name = e.path().filename().string();
+    if (!name.ends_with(suffix) || !fs::exists(e.path() / kReadyFile) || !fs::is_directory(e.path() / "tree"))
+      continue;
+    return only_subdirectory(e.path() / "tree");
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 std::optional<KernelArtifacts> cached_build(const Recipe& r, const fs::path& recipes_dir,
@@ -141,33 +182,49 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
   if (tarball.empty()) throw Error((src / "x/usr/src").string() + ": no linux-source tarball");
 
   const fs::path tree_parent = dir / "tree";
-  fs::remove_all(dir);
-  fs::create_directories(tree_parent);
-  log << r.name << ": unpacking " << tarball.filename().string() << "\n" << std::flush;
-  run_checked({"tar", "-xJf", tarball.string(), "-C", tree_parent.string()});
   fs::path tree;
-  for (const auto& e : fs::directory_iterator(tree_parent)) tree = e.path();
+  if (auto mark = read_text(dir / kPreparedFile);
+      mark && trim(*mark) == hash && fs::is_directory(tree_parent)) {
+    // An interrupted build of this very recipe: its tree is patched and configured, and make is
+    // incremental, so go on where it stopped instead of unpacking again.
+    tree = only_subdirectory(tree_parent);
+    log << r.name << ": resuming the build in " << tree.string() << "\n";
+  } else if (auto twin = pristine_twin(r, base, cache); twin && !r.source.patches.empty()) {
+    // The same source, config and fragment built without patches: start from its compiled tree, so
+    // that only what the patches touch is compiled again (and the diff of the two is the patches).
+    fs::remove_all(dir);
+    fs::create_directories(tree_parent);
+    log << r.name << ": starting from the built tree of "
+        << twin->parent_path().parent_path().filename().string() << "\n";
+    run_checked({"cp", "-a", "--reflink=auto", twin->string(), tree_parent.string()});
+    tree = only_subdirectory(tree_parent);
+    apply_patches(r, tree, log);
+    run_checked({"make", "olddefconfig"}, in_directory(tree));
+  } else {
+    fs::remove_all(dir);
+    fs::create_directories(tree_parent);
+    log << r.name << ": unpacking " << tarball.filename().string() << "\n" << std::flush;
+    run_checked({"tar", "-xJf", tarball.string(), "-C", tree_parent.string()});
+    tree = only_subdirectory(tree_parent);
+    apply_patches(r, tree, log);
+    std::string config = text_of(base.config);
+    if (!r.source.config_fragment.empty()) config += "\n" + text_of(r.source.config_fragment);
+    write_file_atomic(tree / ".config", config, /*replace=*/true);
+    run_checked({"make", "olddefconfig"}, in_directory(tree));
+    if (!r.source.loadable_modules) {
+      run_checked({"make", "mod2noconfig"}, in_directory(tree));
+      log << r.name << ": modules = false: every =m option that can be is now off (make mod2noconfig)\n";
+    }
+  }
   ProcessOptions in_tree;
   in_tree.cwd = tree;
-
-  for (const auto& patch : r.source.patches) {
-    auto res = run_process({"patch", "-p1", "--forward", "--batch", "-i", patch.string()}, in_tree);
-    if (res.exit_code != 0)
-      throw Error(r.file.string() + ": [source] patches: " + patch.filename().string() +
-                  " does not apply to " + r.source.package + " " + r.source.version + ":\n" +
-                  last_lines(res.output, 12));
-    log << r.name << ": applied " << patch.filename().string() << "\n";
-  }
-  std::string config = text_of(base.config);
-  if (!r.source.config_fragment.empty()) config += "\n" + text_of(r.source.config_fragment);
-  write_file_atomic(tree / ".config", config, /*replace=*/true);
-  run_checked({"make", "olddefconfig"}, in_tree);
   auto report = check_config(fragment_requirements(r.source.config_fragment), text_of(tree / ".config"));
   if (!report.ok()) {
     std::string list;
     for (const auto& m : report.missing()) list += "\n  " + m;
     throw Error(r.source.config_fragment.string() + ": make olddefconfig did not keep:" + list);
   }
+  write_file_atomic(dir / kPreparedFile, hash + "\n", /*replace=*/true);
   if (options.prepare_only) {
     log << r.name << ": prepared " << tree.string() << " (patches applied, olddefconfig done)\n";
     return {r.source.package, r.source.version, "", {}, {}, {}, tree / ".config", {}};
@@ -185,15 +242,18 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
   run_checked(
       {"make", "-j" + jobs, "modules_install", "INSTALL_MOD_PATH=" + root.string(), "INSTALL_MOD_STRIP=1"},
       in_tree);
-  fs::copy_file(tree / "arch/x86/boot/bzImage", root / "boot" / ("vmlinuz-" + release));
-  fs::copy_file(tree / "System.map", root / "boot" / ("System.map-" + release));
-  fs::copy_file(tree / ".config", root / "boot" / ("config-" + release));
+  // overwrite: a resumed build may have got this far before
+  constexpr auto kOverwrite = fs::copy_options::overwrite_existing;
+  fs::copy_file(tree / "arch/x86/boot/bzImage", root / "boot" / ("vmlinuz-" + release), kOverwrite);
+  fs::copy_file(tree / "System.map", root / "boot" / ("System.map-" + release), kOverwrite);
+  fs::copy_file(tree / ".config", root / "boot" / ("config-" + release), kOverwrite);
   run_checked({"depmod", "-b", root.string(), release});
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   nlohmann::json ready = {
       {"recipe", r.name}, {"hash", hash}, {"release", release}, {"jobs", jobs}, {"build_seconds", seconds}};
   write_file_atomic(dir / kReadyFile, ready.dump(2) + "\n");
-  fs::remove_all(tree_parent);
+  // A pristine tree stays: a patched twin starts from it (see above). Patched trees go.
+  if (!r.source.patches.empty()) fs::remove_all(tree_parent);
   log << r.name << ": built " << release << " in " << static_cast<long>(seconds) << " s\n";
   return *cached_build(r, recipes_dir, cache);
 }
