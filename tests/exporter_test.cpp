@@ -327,9 +327,51 @@ TEST(ExporterPush, UnreachableGatewayIsAnErrorText) {
   Exporter e(s);
   const auto err = e.push(load_bundle(kBundle), "running");
   EXPECT_NE(err.find(s.pushgateway), std::string::npos) << err;
+  // "...: Failed to connect to 127.0.0.1 port P after 0 ms: Couldn't connect to server"
+  EXPECT_NE(err.find("Failed to connect"), std::string::npos) << err;
   s.pushgateway = "127.0.0.1:9091";  // no scheme
   Exporter bad(s);
   EXPECT_NE(bad.push(load_bundle(kBundle), "running").find("http://HOST:PORT"), std::string::npos);
+}
+
+// A server that refuses the push: its status and its own words come back (civetweb has no such path).
+TEST(ExporterPush, RefusalCarriesStatus) {
+  Exporter e(local_settings());
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  s.pushgateway = "http://127.0.0.1:" + std::to_string(e.port());
+  Exporter pusher(s);
+  const auto err = pusher.push(load_bundle(kBundle), "t1/running");
+  EXPECT_NE(err.find("HTTP 404"), std::string::npos) << err;
+  // The '/' of the configuration travels base64url-encoded in the grouping key.
+  EXPECT_NE(err.find("/metrics/job/schedlab/host/testhost/configuration@base64/dDEvcnVubmluZw=="),
+            std::string::npos)
+      << err;
+}
+
+// A gateway that accepts the connection and never answers costs push_timeout_s, not the daemon's loop.
+TEST(ExporterPush, SilentGatewayTimesOut) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);  // the kernel completes the handshake; nobody ever reads
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  s.pushgateway = "http://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  s.push_timeout_s = 0.5;
+  Exporter e(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto err = e.push(load_bundle(kBundle), "running");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ::close(fd);
+  EXPECT_NE(err.find("timed out"), std::string::npos) << err;
+  EXPECT_GE(waited, std::chrono::milliseconds(450));
+  EXPECT_LT(waited, std::chrono::seconds(3));
 }
 
 }  // namespace

@@ -14,15 +14,16 @@
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
-#include <prometheus/gateway.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include "core/error.hpp"
 #include "daemon/exporter/headline.hpp"
 #include "daemon/exporter/listen.hpp"
 #include "daemon/exporter/process_metrics.hpp"
+#include "daemon/exporter/push.hpp"
 
 namespace schedlab {
 
@@ -137,45 +138,6 @@ void render(HeadlineFamilies& families, const std::string& host, const std::stri
     families.set(configuration, series_labels(host, configuration, v.workload, v.instance_id), v);
   for (const auto& [key, h] : series.histograms)
     families.set(configuration, series_labels(host, configuration, h.workload, h.instance_id), h);
-}
-
-// Pushgateway grouping-key label: base64url-encoded ("name@base64/VALUE") when the value holds a character
-// that a URL path segment cannot carry as is, e.g. the '/' of "t1/running"; the Pushgateway decodes it.
-std::pair<std::string, std::string> grouping_label(const std::string& name, const std::string& value) {
-  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == ':';
-  });
-  if (plain) return {name, value};
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : value) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(acc >> bits) & 0x3f];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 0x3f];
-  while (out.size() % 4) out += '=';
-  if (out.empty()) out = "=";  // the Pushgateway's spelling of an empty value
-  return {name + "@base64", out};
-}
-
-// "http://HOST:PORT" -> prometheus-cpp Gateway's separate host and port.
-std::pair<std::string, std::string> split_gateway_url(const std::string& url) {
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos) throw InputError("pushgateway \"" + url + "\": expected http://HOST:PORT");
-  auto rest = url.substr(scheme + 3);
-  if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.find('/') != std::string::npos)
-    throw InputError("pushgateway \"" + url + "\": a path is not supported; expected http://HOST:PORT");
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || rest.back() == ']')
-    return {url.substr(0, scheme + 3) + rest, url.compare(0, 5, "https") == 0 ? "443" : "80"};
-  return {url.substr(0, scheme + 3) + rest.substr(0, colon), rest.substr(colon + 1)};
 }
 
 constexpr std::array<std::pair<DaemonState, const char*>, 5> kStates = {
@@ -369,16 +331,12 @@ std::string Exporter::push(const Bundle& bundle, const std::string& configuratio
     HeadlineFamilies families(*registry);
     render(families, impl_->host, configuration, series);
 
-    const auto [host, port] = split_gateway_url(impl_->settings.pushgateway);
-    prometheus::Gateway gateway(
-        host, port, "schedlab",
-        {grouping_label("host", impl_->host), grouping_label("configuration", configuration)});
-    gateway.RegisterCollectable(registry);
-    const int code = gateway.PushAdd();
-    if (code >= 200 && code < 300) return {};
-    if (code <= 0)
-      return "pushgateway " + impl_->settings.pushgateway + ": request failed (no HTTP response)";
-    return "pushgateway " + impl_->settings.pushgateway + ": HTTP " + std::to_string(code);
+    const auto url = pushgateway_group_url(impl_->settings.pushgateway, "schedlab",
+                                           {{"host", impl_->host}, {"configuration", configuration}});
+    const auto timeout = std::chrono::milliseconds(static_cast<long>(impl_->settings.push_timeout_s * 1000));
+    return post_exposition(url, prometheus::TextSerializer().Serialize(registry->Collect()), timeout);
+  } catch (const InputError& e) {  // names the URL already
+    return e.what();
   } catch (const std::exception& e) {
     return "pushgateway " + impl_->settings.pushgateway + ": " + e.what();
   }
