@@ -196,6 +196,28 @@ TEST(ExporterHttp, KeepsOnlyTheNewestConfigurations) {
   EXPECT_EQ(configurations(), (std::set<std::string>{"c3", "c5", "c6"}));
 }
 
+// A headline metric whose name collides with the latency histogram's family is an Error naming it.
+TEST(ExporterHttp, FamilyNameCollisionIsAnError) {
+  Bundle b = load_bundle(kBundle);
+  for (auto& inst : b.instances) {
+    if (inst.workload != "wakeup") continue;
+    inst.metric_info["latency_us"] = {"us", Direction::kLowerIsBetter, true, "a made-up headline"};
+    for (auto& r : inst.repetitions) r.metrics["latency_us"] = {100, "us"};
+  }
+  Exporter e(local_settings());
+  try {
+    e.publish(b, "running");
+    ADD_FAILURE() << "a gauge and a histogram both named schedlab_wakeup_latency_seconds";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("schedlab_wakeup_latency_seconds"), std::string::npos)
+        << err.what();
+  }
+  // The rest was published.
+  EXPECT_EQ(
+      find_samples(scrape(e), "schedlab_wakeup_latency_p99_seconds", {{"configuration", "running"}}).size(),
+      1u);
+}
+
 TEST(ExporterHttp, HealthMetrics) {
   Exporter e(local_settings());
   e.set_state(DaemonState::kRunning);

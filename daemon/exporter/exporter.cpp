@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <prometheus/counter.h>
@@ -92,18 +93,26 @@ class HeadlineFamilies {
   prometheus::Family<prometheus::Gauge>& gauge_family(const std::string& name, const std::string& help) {
     auto it = gauge_families_.find(name);
     if (it == gauge_families_.end())
-      it = gauge_families_.emplace(name, &prometheus::BuildGauge().Name(name).Help(help).Register(registry_))
-               .first;
+      it = gauge_families_.emplace(name, &registered(prometheus::BuildGauge(), name, help)).first;
     return *it->second;
   }
   prometheus::Family<prometheus::Histogram>& histogram_family(const std::string& name,
                                                               const std::string& help) {
     auto it = histogram_families_.find(name);
     if (it == histogram_families_.end())
-      it = histogram_families_
-               .emplace(name, &prometheus::BuildHistogram().Name(name).Help(help).Register(registry_))
-               .first;
+      it = histogram_families_.emplace(name, &registered(prometheus::BuildHistogram(), name, help)).first;
     return *it->second;
+  }
+  // prometheus-cpp refuses a name registered before with another type (a headline metric "latency_us"
+  // would become a gauge named like the latency histogram): an Error naming it, not a bare invalid_argument.
+  template <typename T>
+  prometheus::Family<T>& registered(prometheus::detail::Builder<T> builder, const std::string& name,
+                                    const std::string& help) {
+    try {
+      return builder.Name(name).Help(help).Register(registry_);
+    } catch (const std::invalid_argument& e) {
+      throw Error("exporter: cannot register metric family " + name + ": " + e.what());
+    }
   }
 
   prometheus::Registry& registry_;
@@ -132,12 +141,26 @@ struct ConfigurationSeries {
   }
 };
 
-void render(HeadlineFamilies& families, const std::string& host, const std::string& configuration,
-            const ConfigurationSeries& series) {
-  for (const auto& [key, v] : series.headlines)
-    families.set(configuration, series_labels(host, configuration, v.workload, v.instance_id), v);
-  for (const auto& [key, h] : series.histograms)
-    families.set(configuration, series_labels(host, configuration, h.workload, h.instance_id), h);
+// Sets every series it can; those that fail are taken out of `series` (what a configuration holds is what
+// is exposed, and what a push sends) and their errors come back, joined.
+std::string render(HeadlineFamilies& families, const std::string& host, const std::string& configuration,
+                   ConfigurationSeries& series) {
+  std::string errors;
+  auto each = [&](auto& map) {
+    for (auto it = map.begin(); it != map.end();) {
+      try {
+        const auto& v = it->second;
+        families.set(configuration, series_labels(host, configuration, v.workload, v.instance_id), v);
+        ++it;
+      } catch (const Error& e) {
+        errors += (errors.empty() ? "" : "; ") + std::string(e.what());
+        it = map.erase(it);
+      }
+    }
+  };
+  each(series.headlines);
+  each(series.histograms);
+  return errors;
 }
 
 constexpr std::array<std::pair<DaemonState, const char*>, 5> kStates = {
@@ -294,11 +317,13 @@ void Exporter::count_timed_out() {
 }
 
 void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
-  auto fresh = published_series(bundle);
+  ConfigurationSeries fresh;
+  fresh.merge(published_series(bundle));
   std::lock_guard lock(impl_->mutex);
+  const auto errors = render(impl_->families, impl_->host, configuration, fresh);
   auto& mine = impl_->series[configuration];
-  mine.merge(std::move(fresh));
-  render(impl_->families, impl_->host, configuration, mine);
+  for (auto& [key, v] : fresh.headlines) mine.headlines[key] = std::move(v);
+  for (auto& [key, h] : fresh.histograms) mine.histograms[key] = std::move(h);
   impl_->published.Add({{"host", impl_->host}, {"configuration", configuration}})
       .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
 
@@ -313,6 +338,8 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
     auto& stamp = impl_->published.Add({{"host", impl_->host}, {"configuration", old}});
     impl_->published.Remove(&stamp);
   }
+  // After the bookkeeping, so that what did publish is bounded like the rest.
+  if (!errors.empty()) throw Error("exporter: publishing " + configuration + ": " + errors);
 }
 
 std::string Exporter::push(const Bundle& bundle, const std::string& configuration) {
@@ -329,7 +356,8 @@ std::string Exporter::push(const Bundle& bundle, const std::string& configuratio
     series.merge(published_series(bundle));
     auto registry = std::make_shared<prometheus::Registry>();
     HeadlineFamilies families(*registry);
-    render(families, impl_->host, configuration, series);
+    if (auto errors = render(families, impl_->host, configuration, series); !errors.empty())
+      return "pushgateway " + impl_->settings.pushgateway + ": " + errors;
 
     const auto url = pushgateway_group_url(impl_->settings.pushgateway, "schedlab",
                                            {{"host", impl_->host}, {"configuration", configuration}});
