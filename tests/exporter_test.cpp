@@ -282,6 +282,20 @@ TEST(ExporterListen, WildcardOnlyWhenWrittenSo) {
   }
 }
 
+// IPv6 works where civetweb was built with it; where not (Debian 12), the error says so.
+TEST(ExporterListen, Ipv6ServesOrSaysWhy) {
+  ExporterSettings s = local_settings();
+  s.listen = "[::1]:0";
+  try {
+    Exporter e(s);
+    EXPECT_GT(e.port(), 0);
+  } catch (const SystemError& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("IPv6 support"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ExporterListen, BindFailureNamesAddressAndReason) {
   // Hold a port with a listening socket, as another daemon would.
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

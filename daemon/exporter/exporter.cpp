@@ -242,7 +242,12 @@ struct Exporter::Impl {
       exposer = std::make_unique<prometheus::Exposer>(
           std::vector<std::string>{"listening_ports", address.civetweb(), "num_threads", "2"});
     } catch (const std::exception& e) {
-      throw Error("exporter: cannot listen on " + settings.listen + ": " + e.what());
+      // The probe bound, so civetweb itself refused: Debian 12's is built without IPv6 support.
+      throw Error("exporter: cannot listen on " + settings.listen + ": " + e.what() +
+                  (address.ipv6
+                       ? " (the address bound as a plain socket: this civetweb may lack IPv6 support; "
+                         "listen on an IPv4 address)"
+                       : ""));
     }
     exposer->RegisterCollectable(registry);
     exposer->RegisterCollectable(process);
