@@ -38,7 +38,7 @@ err = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout
 connect, read, write, timeout = map(int, err.groups()) if err else (0, 0, 0, 0)
 served = after - before - 1  # the `scrapes` call that read `after` counts itself
 non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", text)) else 0
-p99 = re.search(r"99%\s+(\S+)", text).group(1)
+p99 = re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1)  # the distribution line, not a "93.99%" of the stdev column
 rps = re.search(r"Requests/sec:\s+(\S+)", text).group(1)
 print(f"requests {requests} ({rps}/s), p99 {p99}, exporter served {served:.0f} scrapes; "
       f"non-2xx {non2xx}, connect {connect}, write {write}, timeout {timeout}, read (server closes) {read}")
