@@ -181,6 +181,7 @@ class PrometheusServer {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return child_->pid(); }
   std::string log() const { return slurp(dir_.path() / "prometheus.log"); }
 
   // Waits for /-/ready (TSDB open, config loaded).
@@ -211,6 +212,7 @@ class Pushgateway {
         dir_.path() / "pushgateway.log");
   }
   int port() const { return port_; }
+  pid_t pid() const { return child_->pid(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::string log() const { return slurp(dir_.path() / "pushgateway.log"); }
   bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
