@@ -17,6 +17,7 @@ enum class CampaignOrder { kInterleaved, kBlocked };
 struct ExporterSettings {
   std::string listen = "127.0.0.1:9464";  // "" turns the exposer off
   std::string pushgateway;                // "" : no push
+  double push_timeout_s = 10;             // a push waits at most this long (connect + answer)
   int configurations_per_host = 3;        // headline series kept per host: the newest N configurations
   std::string host;                       // label value; default: the machine's hostname
 };

@@ -1,6 +1,7 @@
 #pragma once
 // The daemon's Prometheus face (prometheus-cpp): its health, and the latest headline metrics as
-// gauges {workload, metric, configuration, host}, bounded to the newest few configurations per host.
+// gauges schedlab_<workload>_<metric in base units>{host, configuration, workload, instance_id}, bounded to
+// the newest few configurations per host. The metric catalogue and the reasons: daemon/exporter/README.md.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -36,7 +37,9 @@ class Exporter {
   void publish(const Bundle& bundle, const std::string& configuration);
 
   // POSTs the bundle's headline metrics to the Pushgateway (job "schedlab", grouped by host and
-  // configuration) when one is configured. Returns an error text, empty on success.
+  // configuration) when one is configured, with the configuration's other published series (a POST
+  // replaces whole families in its group). Waits at most push_timeout_s. Returns an error text, empty on
+  // success; never throws.
   std::string push(const Bundle& bundle, const std::string& configuration);
 
   // The exposer's bound port (useful with listen "127.0.0.1:0").

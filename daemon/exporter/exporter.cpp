@@ -1,0 +1,384 @@
+#include "daemon/exporter/exporter.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "core/error.hpp"
+#include "daemon/exporter/headline.hpp"
+#include "daemon/exporter/listen.hpp"
+#include "daemon/exporter/process_metrics.hpp"
+#include "daemon/exporter/push.hpp"
+
+namespace schedlab {
+
+namespace {
+
+using prometheus::Labels;
+
+std::string machine_hostname() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) throw SystemError("exporter: gethostname", errno);
+  return name.data();
+}
+
+// Headline series rendered into a prometheus-cpp registry, remembered per configuration so that a
+// configuration's series can be removed all together when it falls out of the newest N.
+//
+// One family per workload and metric, in base units (schedlab_wakeup_latency_p99_seconds), rather than
+// one schedlab_headline{metric=...} family: Prometheus wants the unit in the name and a sum or average
+// over a family's labels to mean something, and Grafana sets a panel's unit per query; a family that
+// mixed seconds with bytes per second would need per-series overrides and invites meaningless
+// aggregations. The label is "instance_id", not "instance": Prometheus owns `instance` (the scrape
+// target) and would rename ours to exported_instance.
+//
+// Latency is a histogram, not a summary: a summary's quantiles cannot be aggregated across hosts or
+// instances, while histogram buckets with the same explicit bounds add up, and histogram_quantile() over
+// `sum by (le)` gives a fleet's p99. The buckets hold the latest bundle's counts for the configuration
+// (replaced on each publish), so read them directly, not through rate(). Verdicts stay with `schedlab
+// diff`, which compares repetitions' tails as DESIGN.md says; the histogram is for looking.
+class HeadlineFamilies {
+ public:
+  explicit HeadlineFamilies(prometheus::Registry& registry) : registry_(registry) {}
+
+  void set(const std::string& configuration, const Labels& labels, const HeadlineValue& v) {
+    auto& family = gauge_family(v.family, v.help);
+    auto& g = family.Add(labels);
+    g.Set(v.value);
+    gauges_[configuration].insert({&family, &g});
+  }
+
+  void set(const std::string& configuration, const Labels& labels, const LatencyBuckets& h) {
+    auto& family = histogram_family(h.family, h.help);
+    auto& owned = histograms_[configuration];
+    if (family.Has(labels)) {
+      // A histogram only accumulates: a newer bundle's counts replace the series.
+      auto& old = family.Add(labels, latency_bounds_seconds());
+      owned.erase({&family, &old});
+      family.Remove(&old);
+    }
+    auto& hist = family.Add(labels, latency_bounds_seconds());
+    hist.ObserveMultiple(h.counts, h.sum_seconds);
+    owned.insert({&family, &hist});
+  }
+
+  void remove(const std::string& configuration) {
+    if (auto it = gauges_.find(configuration); it != gauges_.end()) {
+      for (auto [family, g] : it->second) family->Remove(g);
+      gauges_.erase(it);
+    }
+    if (auto it = histograms_.find(configuration); it != histograms_.end()) {
+      for (auto [family, h] : it->second) family->Remove(h);
+      histograms_.erase(it);
+    }
+  }
+
+ private:
+  prometheus::Family<prometheus::Gauge>& gauge_family(const std::string& name, const std::string& help) {
+    auto it = gauge_families_.find(name);
+    if (it == gauge_families_.end())
+      it = gauge_families_.emplace(name, &registered(prometheus::BuildGauge(), name, help)).first;
+    return *it->second;
+  }
+  prometheus::Family<prometheus::Histogram>& histogram_family(const std::string& name,
+                                                              const std::string& help) {
+    auto it = histogram_families_.find(name);
+    if (it == histogram_families_.end())
+      it = histogram_families_.emplace(name, &registered(prometheus::BuildHistogram(), name, help)).first;
+    return *it->second;
+  }
+  // prometheus-cpp refuses a name registered before with another type (a headline metric "latency_us"
+  // would become a gauge named like the latency histogram): an Error naming it, not a bare invalid_argument.
+  template <typename T>
+  prometheus::Family<T>& registered(prometheus::detail::Builder<T> builder, const std::string& name,
+                                    const std::string& help) {
+    try {
+      return builder.Name(name).Help(help).Register(registry_);
+    } catch (const std::invalid_argument& e) {
+      throw Error("exporter: cannot register metric family " + name + ": " + e.what());
+    }
+  }
+
+  prometheus::Registry& registry_;
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauge_families_;
+  std::map<std::string, prometheus::Family<prometheus::Histogram>*> histogram_families_;
+  std::map<std::string, std::set<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>>
+      gauges_;
+  std::map<std::string,
+           std::set<std::pair<prometheus::Family<prometheus::Histogram>*, prometheus::Histogram*>>>
+      histograms_;
+};
+
+Labels series_labels(const std::string& host, const std::string& configuration, const std::string& workload,
+                     const std::string& instance_id) {
+  return {
+      {"host", host}, {"configuration", configuration}, {"workload", workload}, {"instance_id", instance_id}};
+}
+
+// The series a configuration holds, keyed by family and instance: what a push of that configuration sends.
+struct ConfigurationSeries {
+  std::map<std::pair<std::string, std::string>, HeadlineValue> headlines;
+  std::map<std::pair<std::string, std::string>, LatencyBuckets> histograms;
+  void merge(PublishedSeries s) {
+    for (auto& v : s.headlines) headlines[{v.family, v.instance_id}] = std::move(v);
+    for (auto& h : s.histograms) histograms[{h.family, h.instance_id}] = std::move(h);
+  }
+};
+
+// Sets every series it can; those that fail are taken out of `series` (what a configuration holds is what
+// is exposed, and what a push sends) and their errors come back, joined.
+std::string render(HeadlineFamilies& families, const std::string& host, const std::string& configuration,
+                   ConfigurationSeries& series) {
+  std::string errors;
+  auto each = [&](auto& map) {
+    for (auto it = map.begin(); it != map.end();) {
+      try {
+        const auto& v = it->second;
+        families.set(configuration, series_labels(host, configuration, v.workload, v.instance_id), v);
+        ++it;
+      } catch (const Error& e) {
+        errors += (errors.empty() ? "" : "; ") + std::string(e.what());
+        it = map.erase(it);
+      }
+    }
+  };
+  each(series.headlines);
+  each(series.histograms);
+  return errors;
+}
+
+constexpr std::array<std::pair<DaemonState, const char*>, 5> kStates = {
+    {{DaemonState::kStarting, "starting"},
+     {DaemonState::kIdle, "idle"},
+     {DaemonState::kRunning, "running"},
+     {DaemonState::kBooting, "booting"},
+     {DaemonState::kStopping, "stopping"}}};
+
+}  // namespace
+
+struct Exporter::Impl {
+  ExporterSettings settings;
+  std::string host;
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::shared_ptr<ProcessCollector> process =
+      std::make_shared<ProcessCollector>(HostPaths::live(), "self", ProcessClock::live());
+
+  // The daemon's state as a one-hot set (every state present, the current one 1), as OpenMetrics'
+  // StateSet: a panel or an alert reads `schedlab_daemon_state{state="booting"} == 1` with no value
+  // mapping, and a new state is a new label value, not a renumbering.
+  prometheus::Family<prometheus::Gauge>& state =
+      prometheus::BuildGauge()
+          .Name("schedlab_daemon_state")
+          .Help("The daemon's current state: 1 for the state it is in, 0 for the others")
+          .Register(*registry);
+  prometheus::Gauge& step_index = prometheus::BuildGauge()
+                                      .Name("schedlab_daemon_step_index")
+                                      .Help("0-based position in the plan of the step running or next")
+                                      .Register(*registry)
+                                      .Add({});
+  prometheus::Gauge& plan_steps = prometheus::BuildGauge()
+                                      .Name("schedlab_daemon_plan_steps")
+                                      .Help("Steps in the current plan")
+                                      .Register(*registry)
+                                      .Add({});
+  // Info-style: the key is text, so it is a label on a constant 1; absent when no step is current.
+  prometheus::Family<prometheus::Gauge>& step_info =
+      prometheus::BuildGauge()
+          .Name("schedlab_daemon_step_info")
+          .Help(
+              "The current step's key (t<trial>/<configuration>/<instance>) as a label; absent between steps")
+          .Register(*registry);
+  prometheus::Gauge* step_info_series = nullptr;
+  prometheus::Family<prometheus::Gauge>& next_run =
+      prometheus::BuildGauge()
+          .Name("schedlab_daemon_next_run_timestamp_seconds")
+          .Help("When the next campaign run is scheduled, in seconds since the epoch; absent when none is")
+          .Register(*registry);
+  prometheus::Gauge* next_run_series = nullptr;
+  prometheus::Counter& started = step_counter("started", "Steps started");
+  prometheus::Counter& finished = step_counter("finished", "Steps finished, whatever their outcome");
+  prometheus::Counter& failed = step_counter("failed", "Steps with a failed repetition");
+  prometheus::Counter& timed_out = step_counter("timed_out", "Steps with a timed-out repetition");
+  prometheus::Family<prometheus::Gauge>& published =
+      prometheus::BuildGauge()
+          .Name("schedlab_headline_published_timestamp_seconds")
+          .Help("When the configuration's headline series were last published (a stale series shows here)")
+          .Register(*registry);
+
+  std::mutex mutex;  // publish() and push() may come from different threads than the state setters
+  HeadlineFamilies families{*registry};
+  std::list<std::string> newest;  // configurations, most recently published first
+  std::map<std::string, ConfigurationSeries> series;
+
+  // Last: an exposer serving half-built metrics would be a bug.
+  ListenAddress address;
+  std::unique_ptr<prometheus::Exposer> exposer;
+
+  explicit Impl(const ExporterSettings& s) : settings(s), host(s.host.empty() ? machine_hostname() : s.host) {
+    if (settings.configurations_per_host < 1)
+      throw InputError("exporter: configurations_per_host must be at least 1, not " +
+                       std::to_string(settings.configurations_per_host));
+    for (const auto& [st, name] : kStates) state.Add({{"state", name}}).Set(st == DaemonState::kStarting);
+    if (settings.listen.empty()) return;
+    address = parse_listen(settings.listen);
+    probe_bind(address);
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(
+          std::vector<std::string>{"listening_ports", address.civetweb(), "num_threads", "2"});
+    } catch (const std::exception& e) {
+      // The probe bound, so civetweb itself refused: Debian 12's is built without IPv6 support.
+      throw Error("exporter: cannot listen on " + settings.listen + ": " + e.what() +
+                  (address.ipv6
+                       ? " (the address bound as a plain socket: this civetweb may lack IPv6 support; "
+                         "listen on an IPv4 address)"
+                       : ""));
+    }
+    exposer->RegisterCollectable(registry);
+    exposer->RegisterCollectable(process);
+  }
+
+  prometheus::Counter& step_counter(const std::string& what, const std::string& help) {
+    return prometheus::BuildCounter()
+        .Name("schedlab_steps_" + what + "_total")
+        .Help(help)
+        .Register(*registry)
+        .Add({});
+  }
+};
+
+Exporter::Exporter(const ExporterSettings& settings) : impl_(std::make_unique<Impl>(settings)) {}
+Exporter::~Exporter() {
+  if (!impl_->exposer) return;
+  // civetweb's mg_stop() sets a stop flag and joins its listener thread, which sees the flag only when its
+  // poll() returns: after a 2 s timeout, or at once on a connection. Connecting until the exposer is gone
+  // makes stopping take milliseconds (the daemon's shutdown, and each test's exporter).
+  const auto& address = impl_->address;
+  const int port = this->port();
+  std::atomic<bool> stopped = false;
+  std::thread waker([&] {
+    while (!stopped) {
+      poke(address, port);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  impl_->exposer.reset();
+  stopped = true;
+  waker.join();
+}
+
+void Exporter::set_state(DaemonState state) {
+  for (const auto& [st, name] : kStates) impl_->state.Add({{"state", name}}).Set(st == state);
+}
+
+void Exporter::set_current_step(const std::string& step_key, int index, int total) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->step_index.Set(index);
+  impl_->plan_steps.Set(total);
+  if (impl_->step_info_series) impl_->step_info.Remove(impl_->step_info_series);
+  impl_->step_info_series = nullptr;
+  if (!step_key.empty()) {
+    impl_->step_info_series = &impl_->step_info.Add({{"step", step_key}});
+    impl_->step_info_series->Set(1);
+  }
+}
+
+void Exporter::set_next_run(std::optional<std::chrono::system_clock::time_point> when) {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->next_run_series) impl_->next_run.Remove(impl_->next_run_series);
+  impl_->next_run_series = nullptr;
+  if (when) {
+    impl_->next_run_series = &impl_->next_run.Add({});
+    impl_->next_run_series->Set(std::chrono::duration<double>(when->time_since_epoch()).count());
+  }
+}
+
+void Exporter::count_started() {
+  impl_->started.Increment();
+}
+void Exporter::count_finished() {
+  impl_->finished.Increment();
+}
+void Exporter::count_failed() {
+  impl_->failed.Increment();
+}
+void Exporter::count_timed_out() {
+  impl_->timed_out.Increment();
+}
+
+void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
+  ConfigurationSeries fresh;
+  fresh.merge(published_series(bundle));
+  std::lock_guard lock(impl_->mutex);
+  const auto errors = render(impl_->families, impl_->host, configuration, fresh);
+  auto& mine = impl_->series[configuration];
+  for (auto& [key, v] : fresh.headlines) mine.headlines[key] = std::move(v);
+  for (auto& [key, h] : fresh.histograms) mine.histograms[key] = std::move(h);
+  impl_->published.Add({{"host", impl_->host}, {"configuration", configuration}})
+      .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+
+  auto& newest = impl_->newest;
+  newest.remove(configuration);
+  newest.push_front(configuration);
+  while (newest.size() > static_cast<std::size_t>(impl_->settings.configurations_per_host)) {
+    const auto old = newest.back();
+    newest.pop_back();
+    impl_->families.remove(old);
+    impl_->series.erase(old);
+    auto& stamp = impl_->published.Add({{"host", impl_->host}, {"configuration", old}});
+    impl_->published.Remove(&stamp);
+  }
+  // After the bookkeeping, so that what did publish is bounded like the rest.
+  if (!errors.empty()) throw Error("exporter: publishing " + configuration + ": " + errors);
+}
+
+std::string Exporter::push(const Bundle& bundle, const std::string& configuration) {
+  if (impl_->settings.pushgateway.empty()) return {};
+  try {
+    // Everything this exporter holds for the configuration, with the bundle merged in: the daemon
+    // pushes one step's bundle at a time, and a POST replaces whole families within the group, so
+    // pushing the bundle alone would drop the series of the configuration's other instances.
+    ConfigurationSeries series;
+    {
+      std::lock_guard lock(impl_->mutex);
+      if (auto it = impl_->series.find(configuration); it != impl_->series.end()) series = it->second;
+    }
+    series.merge(published_series(bundle));
+    auto registry = std::make_shared<prometheus::Registry>();
+    HeadlineFamilies families(*registry);
+    if (auto errors = render(families, impl_->host, configuration, series); !errors.empty())
+      return "pushgateway " + impl_->settings.pushgateway + ": " + errors;
+
+    const auto url = pushgateway_group_url(impl_->settings.pushgateway, "schedlab",
+                                           {{"host", impl_->host}, {"configuration", configuration}});
+    const auto timeout = std::chrono::milliseconds(static_cast<long>(impl_->settings.push_timeout_s * 1000));
+    return post_exposition(url, prometheus::TextSerializer().Serialize(registry->Collect()), timeout);
+  } catch (const InputError& e) {  // names the URL already
+    return e.what();
+  } catch (const std::exception& e) {
+    return "pushgateway " + impl_->settings.pushgateway + ": " + e.what();
+  }
+}
+
+int Exporter::port() const {
+  if (!impl_->exposer) return -1;
+  const auto ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? -1 : ports.front();
+}
+
+}  // namespace schedlab

@@ -1,0 +1,414 @@
+// The exporter against its own HTTP exposer and a real bundle from this machine: names, labels and
+// base-unit values, the bound on configurations, the histogram re-bucketing, the listen address rules,
+// and the process metrics through the /proc seam. The real Prometheus peers are in exporter_peers_test.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "core/bundle_io.hpp"
+#include "core/error.hpp"
+#include "core/histogram.hpp"
+#include "daemon/exporter/exporter.hpp"
+#include "daemon/exporter/headline.hpp"
+#include "daemon/exporter/listen.hpp"
+#include "daemon/exporter/process_metrics.hpp"
+#include "exposition.hpp"
+#include "prometheus_server.hpp"
+#include "workloads/registry.hpp"
+
+namespace schedlab {
+namespace {
+
+using testing::find_samples;
+using testing::http_get;
+using testing::parse_exposition;
+
+const std::filesystem::path kFixtures = SCHEDLAB_FIXTURES_DIR;
+// yield (threads=1 and threads=2, a sweep: two instances of one workload) and wakeup, 3 repetitions
+// each; captured on this machine (tests/fixtures/exporter/README.md).
+const std::filesystem::path kBundle = kFixtures / "exporter" / "yield-wakeup.json";
+
+ExporterSettings local_settings() {
+  ExporterSettings s;
+  s.listen = "127.0.0.1:0";
+  s.host = "testhost";
+  return s;
+}
+
+std::vector<testing::Sample> scrape(const Exporter& e) {
+  auto r = http_get(e.port(), "/metrics");
+  EXPECT_EQ(r.status, 200);
+  return parse_exposition(r.body);
+}
+
+double median_of(const Instance& inst, const std::string& metric) {
+  std::vector<double> v;
+  for (const auto& r : inst.repetitions)
+    if (r.ok()) v.push_back(r.metrics.at(metric).value);
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+const Instance& instance(const Bundle& b, const std::string& id) {
+  for (const auto& i : b.instances)
+    if (i.id == id) return i;
+  throw std::runtime_error("no instance " + id);
+}
+
+TEST(ExporterNames, BaseUnitsAndSuffixes) {
+  EXPECT_EQ(prometheus_name("yield", "ns_per_yield", "ns"), "schedlab_yield_yield_duration_seconds");
+  EXPECT_EQ(prometheus_name("wakeup", "latency_p99_us", "us"), "schedlab_wakeup_latency_p99_seconds");
+  EXPECT_EQ(prometheus_name("tbench", "throughput_mb_s", "MB/s"),
+            "schedlab_tbench_throughput_bytes_per_second");
+  EXPECT_EQ(prometheus_name("chat", "messages_s", "msg/s"), "schedlab_chat_messages_per_second");
+  EXPECT_EQ(prometheus_name("kernbench", "elapsed_s", "s"), "schedlab_kernbench_elapsed_seconds");
+  EXPECT_EQ(prometheus_name("kernbench", "cpu_pct", "pct"), "schedlab_kernbench_cpu_ratio");
+  EXPECT_EQ(prometheus_name("micro", "ns_per_op", "ns"), "schedlab_micro_op_duration_seconds");
+  EXPECT_EQ(base_unit("us")->scale, 1e-6);
+  EXPECT_EQ(base_unit("MB/s")->scale, 1e6);  // tbench: "10^6 bytes"
+  EXPECT_FALSE(base_unit("furlongs"));
+}
+
+// Every headline metric a built-in workload declares has a unit in the table and a distinct name.
+TEST(ExporterNames, EveryDeclaredHeadlineHasABaseUnit) {
+  std::set<std::string> names;
+  int headlines = 0;
+  for (const auto& entry : builtin_workloads()) {
+    for (const auto& m : entry.make()->metrics()) {
+      if (!m.headline) continue;
+      ++headlines;
+      EXPECT_TRUE(base_unit(m.unit)) << entry.name << "." << m.name << " unit " << m.unit;
+      const auto name = prometheus_name(entry.name, m.name, m.unit);
+      EXPECT_TRUE(names.insert(name).second) << name;
+      EXPECT_EQ(name.find("__"), std::string::npos) << name;
+    }
+  }
+  EXPECT_GE(headlines, 7);
+}
+
+// The exported bounds are boundaries of LatencyHistogram's scheme, so no source bucket straddles one.
+TEST(ExporterHistogram, BoundsAreSourceBoundaries) {
+  std::set<double> uppers;
+  for (std::size_t b = 0; b + 1 < LatencyHistogram::bucket_count(); ++b)
+    uppers.insert(LatencyHistogram::upper_us(b));
+  for (double s : latency_bounds_seconds()) {
+    const double us = s * 1e6;
+    const bool found =
+        std::any_of(uppers.begin(), uppers.end(), [&](double u) { return std::abs(u - us) < 1e-6; });
+    EXPECT_TRUE(found) << us << " us is not a bucket boundary";
+  }
+}
+
+TEST(ExporterHttp, PublishesHeadlineMediansInBaseUnits) {
+  const Bundle b = load_bundle(kBundle);
+  Exporter e(local_settings());
+  ASSERT_GT(e.port(), 0);
+  e.publish(b, "6.12-eevdf");
+  const auto samples = scrape(e);
+
+  // wakeup latency_p99_us over the 3 ok repetitions: 13700, 19600, 11700 us -> median 13700 us = 0.0137 s.
+  const auto& w = instance(b, "wakeup");
+  auto p99 = find_samples(samples, "schedlab_wakeup_latency_p99_seconds",
+                          {{"host", "testhost"}, {"configuration", "6.12-eevdf"}, {"workload", "wakeup"}});
+  ASSERT_EQ(p99.size(), 1u);
+  EXPECT_EQ(p99[0].labels.at("instance_id"), "wakeup");
+  EXPECT_DOUBLE_EQ(p99[0].value, median_of(w, "latency_p99_us") * 1e-6);
+  EXPECT_DOUBLE_EQ(p99[0].value, 0.0137);
+  auto p50 = find_samples(samples, "schedlab_wakeup_latency_p50_seconds", {{"configuration", "6.12-eevdf"}});
+  ASSERT_EQ(p50.size(), 1u);
+  EXPECT_DOUBLE_EQ(p50[0].value, median_of(w, "latency_p50_us") * 1e-6);
+  // Not headline: not exported.
+  EXPECT_TRUE(find_samples(samples, "schedlab_wakeup_latency_p90_seconds").empty());
+
+  // Two yield instances (a threads sweep): one series each, told apart by instance_id.
+  auto yields = find_samples(samples, "schedlab_yield_yield_duration_seconds", {{"workload", "yield"}});
+  ASSERT_EQ(yields.size(), 2u);
+  for (const auto& s : yields) {
+    const auto& inst = instance(b, s.labels.at("instance_id"));
+    EXPECT_DOUBLE_EQ(s.value, median_of(inst, "ns_per_yield") * 1e-9) << inst.id;
+  }
+}
+
+TEST(ExporterHttp, LatencyHistogramCarriesTheBundlesCounts) {
+  const Bundle b = load_bundle(kBundle);
+  Exporter e(local_settings());
+  e.publish(b, "running");
+  const auto samples = scrape(e);
+  // Independently of the exporter: the wakeups of the ok repetitions, and those below 10 ms.
+  double total = 0, below_10ms = 0;
+  for (const auto& r : instance(b, "wakeup").repetitions) {
+    if (!r.ok()) continue;
+    const auto& h = r.details.at("histogram");
+    total += h.at("count").get<double>();
+    for (const auto& bucket : h.at("buckets"))
+      if (bucket[1].get<double>() <= 10000) below_10ms += bucket[2].get<double>();
+  }
+  ASSERT_EQ(total, 560);  // "count": 187, 186 and 187 in the bundle's three repetitions
+  const std::map<std::string, std::string> sel = {{"configuration", "running"}, {"instance_id", "wakeup"}};
+  auto count = find_samples(samples, "schedlab_wakeup_latency_seconds_count", sel);
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].value, total);
+  auto inf = sel;
+  inf["le"] = "+Inf";
+  ASSERT_EQ(find_samples(samples, "schedlab_wakeup_latency_seconds_bucket", inf).size(), 1u);
+  EXPECT_EQ(find_samples(samples, "schedlab_wakeup_latency_seconds_bucket", inf)[0].value, total);
+  double at_10ms = -1;
+  std::size_t buckets = 0;
+  for (const auto& s : find_samples(samples, "schedlab_wakeup_latency_seconds_bucket", sel)) {
+    ++buckets;
+    if (s.labels.at("le") != "+Inf" && std::abs(std::stod(s.labels.at("le")) - 0.01) < 1e-12)
+      at_10ms = s.value;
+  }
+  EXPECT_EQ(buckets, latency_bounds_seconds().size() + 1);
+  EXPECT_EQ(at_10ms, below_10ms);
+  auto sum = find_samples(samples, "schedlab_wakeup_latency_seconds_sum", sel);
+  ASSERT_EQ(sum.size(), 1u);
+  // Estimated from midpoints: between the p50 and the max of what was recorded, times the count.
+  EXPECT_GT(sum[0].value / total, 0.001);
+  EXPECT_LT(sum[0].value / total, 0.03);
+  // yield carries no histogram.
+  EXPECT_TRUE(find_samples(samples, "schedlab_yield_latency_seconds_count").empty());
+}
+
+TEST(ExporterHttp, KeepsOnlyTheNewestConfigurations) {
+  const Bundle b = load_bundle(kBundle);
+  Exporter e(local_settings());  // configurations_per_host = 3
+  for (const char* c : {"c1", "c2", "c3", "c4", "c5"}) e.publish(b, c);
+  auto configurations = [&] {
+    std::set<std::string> seen;
+    for (const auto& s : scrape(e))
+      if (s.name.rfind("schedlab_", 0) == 0 && s.labels.count("configuration"))
+        seen.insert(s.labels.at("configuration"));
+    return seen;
+  };
+  EXPECT_EQ(configurations(), (std::set<std::string>{"c3", "c4", "c5"}));
+  // Publishing c3 again makes it the newest: c6 then pushes out c4.
+  e.publish(b, "c3");
+  e.publish(b, "c6");
+  EXPECT_EQ(configurations(), (std::set<std::string>{"c3", "c5", "c6"}));
+}
+
+// A headline metric whose name collides with the latency histogram's family is an Error naming it.
+TEST(ExporterHttp, FamilyNameCollisionIsAnError) {
+  Bundle b = load_bundle(kBundle);
+  for (auto& inst : b.instances) {
+    if (inst.workload != "wakeup") continue;
+    inst.metric_info["latency_us"] = {"us", Direction::kLowerIsBetter, true, "a made-up headline"};
+    for (auto& r : inst.repetitions) r.metrics["latency_us"] = {100, "us"};
+  }
+  Exporter e(local_settings());
+  try {
+    e.publish(b, "running");
+    ADD_FAILURE() << "a gauge and a histogram both named schedlab_wakeup_latency_seconds";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("schedlab_wakeup_latency_seconds"), std::string::npos)
+        << err.what();
+  }
+  // The rest was published.
+  EXPECT_EQ(
+      find_samples(scrape(e), "schedlab_wakeup_latency_p99_seconds", {{"configuration", "running"}}).size(),
+      1u);
+}
+
+TEST(ExporterHttp, HealthMetrics) {
+  Exporter e(local_settings());
+  e.set_state(DaemonState::kRunning);
+  e.set_current_step("t1/running/yield.threads=2", 4, 12);
+  e.set_next_run(std::chrono::system_clock::time_point(std::chrono::seconds(1767250800)));
+  e.count_started();
+  e.count_started();
+  e.count_finished();
+  e.count_failed();
+  auto samples = scrape(e);
+  for (const char* st : {"starting", "idle", "running", "booting", "stopping"}) {
+    auto s = find_samples(samples, "schedlab_daemon_state", {{"state", st}});
+    ASSERT_EQ(s.size(), 1u) << st;
+    EXPECT_EQ(s[0].value, std::string(st) == "running" ? 1 : 0) << st;
+  }
+  EXPECT_EQ(find_samples(samples, "schedlab_daemon_step_index").at(0).value, 4);
+  EXPECT_EQ(find_samples(samples, "schedlab_daemon_plan_steps").at(0).value, 12);
+  EXPECT_EQ(find_samples(samples, "schedlab_daemon_step_info", {{"step", "t1/running/yield.threads=2"}})
+                .at(0)
+                .value,
+            1);
+  EXPECT_EQ(find_samples(samples, "schedlab_daemon_next_run_timestamp_seconds").at(0).value, 1767250800);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_started_total").at(0).value, 2);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_finished_total").at(0).value, 1);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_failed_total").at(0).value, 1);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_timed_out_total").at(0).value, 0);
+  // This process's own figures, read live.
+  EXPECT_GT(find_samples(samples, "process_resident_memory_bytes").at(0).value, 1e6);
+  EXPECT_GT(find_samples(samples, "process_open_fds").at(0).value, 3);
+  EXPECT_EQ(find_samples(samples, "process_cpu_seconds_total").size(), 1u);
+
+  e.set_current_step("", -1, 12);
+  e.set_next_run(std::nullopt);
+  samples = scrape(e);
+  EXPECT_TRUE(find_samples(samples, "schedlab_daemon_step_info").empty());
+  EXPECT_TRUE(find_samples(samples, "schedlab_daemon_next_run_timestamp_seconds").empty());
+}
+
+TEST(ExporterListen, EmptyTurnsTheExposerOff) {
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  Exporter e(s);
+  EXPECT_EQ(e.port(), -1);
+  e.publish(load_bundle(kBundle), "running");  // still fine: push can use it
+}
+
+TEST(ExporterListen, WildcardOnlyWhenWrittenSo) {
+  EXPECT_TRUE(parse_listen("0.0.0.0:9464").wildcard);
+  EXPECT_TRUE(parse_listen("[::]:9464").wildcard);
+  EXPECT_FALSE(parse_listen("127.0.0.1:9464").wildcard);
+  EXPECT_EQ(parse_listen("[::1]:0").civetweb(), "[::1]:0");
+  // civetweb reads these as every interface: refused, with the form to write instead.
+  for (const char* implicit :
+       {"9464", ":9464", "localhost:9464", "127.0.0.1", "127.0.0.1:99999", "[::1]9464"}) {
+    try {
+      parse_listen(implicit);
+      ADD_FAILURE() << implicit << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("0.0.0.0:9464"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(implicit), std::string::npos) << e.what();
+    }
+  }
+}
+
+// IPv6 works where civetweb was built with it; where not (Debian 12), the error says so.
+TEST(ExporterListen, Ipv6ServesOrSaysWhy) {
+  ExporterSettings s = local_settings();
+  s.listen = "[::1]:0";
+  try {
+    Exporter e(s);
+    EXPECT_GT(e.port(), 0);
+  } catch (const SystemError& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("IPv6 support"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ExporterListen, BindFailureNamesAddressAndReason) {
+  // Hold a port with a listening socket, as another daemon would.
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  ExporterSettings s = local_settings();
+  s.listen = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  try {
+    Exporter e(s);
+    ADD_FAILURE() << "bound " << s.listen << " twice";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(s.listen), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("EADDRINUSE"), std::string::npos) << e.what();
+  }
+  ::close(fd);
+}
+
+// /proc/self/{stat,statm,limits} and /proc/stat of a running exporter_serve, captured on this machine
+// (tests/fixtures/exporter/README.md); 100 ticks per second and 4096-byte pages, as getconf said there.
+TEST(ExporterProcess, ReadsTheCapture) {
+  const auto root = HostPaths::under(kFixtures / "exporter" / "process");
+  const auto s = read_process_sample(root, "self", ProcessClock{100, 4096});
+  const auto stat = testing::slurp(root.proc / "self" / "stat");
+  const auto f = split_ws(stat.substr(stat.rfind(')') + 2));  // from field 3 (state) on
+  const double utime = std::stod(f[14 - 3]), stime = std::stod(f[15 - 3]), start = std::stod(f[22 - 3]);
+  ASSERT_TRUE(s.cpu_seconds && s.resident_bytes && s.virtual_bytes && s.start_time_seconds && s.max_fds);
+  EXPECT_DOUBLE_EQ(*s.cpu_seconds, (utime + stime) / 100);
+  EXPECT_DOUBLE_EQ(*s.virtual_bytes, std::stod(f[23 - 3]));
+  const auto statm = split_ws(testing::slurp(root.proc / "self" / "statm"));
+  EXPECT_DOUBLE_EQ(*s.resident_bytes, std::stod(statm[1]) * 4096);
+  // /proc/stat's "btime N" line: the boot time the start ticks count from.
+  const auto proc_stat = testing::slurp(root.proc / "stat");
+  const auto btime = proc_stat.find("\nbtime ");
+  ASSERT_NE(btime, std::string::npos);
+  EXPECT_DOUBLE_EQ(*s.start_time_seconds, std::stod(proc_stat.substr(btime + 7)) + start / 100);
+  EXPECT_GT(*s.start_time_seconds, 1.7e9);  // after 2023: an epoch time, not a tick count
+  EXPECT_GT(*s.max_fds, 0);
+  EXPECT_FALSE(s.open_fds);  // the capture has no fd directory: absent, not 0
+}
+
+TEST(ExporterProcess, OpenFdsFollowTheLiveProcess) {
+  const auto before = read_process_sample(HostPaths::live(), "self", ProcessClock::live());
+  std::vector<int> fds;
+  for (int i = 0; i < 5; ++i) fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const auto after = read_process_sample(HostPaths::live(), "self", ProcessClock::live());
+  for (int fd : fds) ::close(fd);
+  ASSERT_TRUE(before.open_fds && after.open_fds);
+  EXPECT_EQ(*after.open_fds - *before.open_fds, 5);
+}
+
+TEST(ExporterPush, NoGatewayConfiguredIsNoError) {
+  Exporter e(local_settings());
+  EXPECT_EQ(e.push(load_bundle(kBundle), "running"), "");
+}
+
+TEST(ExporterPush, UnreachableGatewayIsAnErrorText) {
+  ExporterSettings s = local_settings();
+  s.pushgateway = "http://127.0.0.1:" + std::to_string(testing::free_port());
+  Exporter e(s);
+  const auto err = e.push(load_bundle(kBundle), "running");
+  EXPECT_NE(err.find(s.pushgateway), std::string::npos) << err;
+  // "...: Failed to connect to 127.0.0.1 port P after 0 ms: Couldn't connect to server"
+  EXPECT_NE(err.find("Failed to connect"), std::string::npos) << err;
+  s.pushgateway = "127.0.0.1:9091";  // no scheme
+  Exporter bad(s);
+  EXPECT_NE(bad.push(load_bundle(kBundle), "running").find("http://HOST:PORT"), std::string::npos);
+}
+
+// A server that refuses the push: its status and its own words come back (civetweb has no such path).
+TEST(ExporterPush, RefusalCarriesStatus) {
+  Exporter e(local_settings());
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  s.pushgateway = "http://127.0.0.1:" + std::to_string(e.port());
+  Exporter pusher(s);
+  const auto err = pusher.push(load_bundle(kBundle), "t1/running");
+  EXPECT_NE(err.find("HTTP 404"), std::string::npos) << err;
+  // The '/' of the configuration travels base64url-encoded in the grouping key.
+  EXPECT_NE(err.find("/metrics/job/schedlab/host/testhost/configuration@base64/dDEvcnVubmluZw=="),
+            std::string::npos)
+      << err;
+}
+
+// A gateway that accepts the connection and never answers costs push_timeout_s, not the daemon's loop.
+TEST(ExporterPush, SilentGatewayTimesOut) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);  // the kernel completes the handshake; nobody ever reads
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  s.pushgateway = "http://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  s.push_timeout_s = 0.5;
+  Exporter e(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto err = e.push(load_bundle(kBundle), "running");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ::close(fd);
+  EXPECT_NE(err.find("timed out"), std::string::npos) << err;
+  EXPECT_GE(waited, std::chrono::milliseconds(450));
+  EXPECT_LT(waited, std::chrono::seconds(3));
+}
+
+}  // namespace
+}  // namespace schedlab
