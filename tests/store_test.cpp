@@ -57,7 +57,8 @@ TEST_F(StoreTest, IndexesEachBundleOnceAndAnswersHistoryWithTheMedian) {
   EXPECT_EQ(store_->history("yield", "ns_per_yield", "counters-per-task").size(), 2u);
   EXPECT_TRUE(store_->history("yield", "ns_per_yield", "no-such-kernel").empty());
   EXPECT_TRUE(store_->history("yield", "no_such_metric", "").empty());
-  EXPECT_GT(store_->seconds_per_repetition().at("yield"), 0);
+  const auto per_rep = store_->seconds_per_repetition();
+  EXPECT_GT(per_rep.at("yield/" + first.instances.at(0).params_hash), 0);
 }
 
 TEST_F(StoreTest, RebuildReindexesFromDiskSkippingDiscardedAttemptsAndReportingBadFiles) {

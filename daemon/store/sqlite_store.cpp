@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS metrics (
   repetition_id INTEGER NOT NULL REFERENCES repetitions(id) ON DELETE CASCADE, name TEXT, value REAL,
   unit TEXT);
 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(name);
-CREATE INDEX IF NOT EXISTS repetitions_by_workload ON repetitions(workload);
+CREATE INDEX IF NOT EXISTS repetitions_by_instance ON repetitions(workload);
 CREATE TABLE IF NOT EXISTS campaigns (name TEXT PRIMARY KEY, first_seen TEXT);
 CREATE TABLE IF NOT EXISTS campaign_runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT, campaign TEXT, content_hash TEXT, scheduled_for TEXT,
@@ -103,12 +103,12 @@ class SqliteStore : public Store {
   }
 
   std::map<std::string, double> seconds_per_repetition() override {
-    sql::Statement q(db_,
-                     "SELECT workload, duration_s FROM repetitions WHERE status = 'ok' ORDER BY workload");
-    std::map<std::string, std::vector<double>> by_workload;
-    while (q.step()) by_workload[q.text(0)].push_back(q.real(1));
+    sql::Statement q(
+        db_, "SELECT workload || '/' || params_hash, duration_s FROM repetitions WHERE status = 'ok'");
+    std::map<std::string, std::vector<double>> by_instance;
+    while (q.step()) by_instance[q.text(0)].push_back(q.real(1));
     std::map<std::string, double> out;
-    for (auto& [w, v] : by_workload) out[w] = median(v);
+    for (auto& [w, v] : by_instance) out[w] = median(v);
     return out;
   }
 

@@ -62,7 +62,8 @@ class Store {
   // `kernel` (empty: any) matches the configuration label or the kernel release.
   virtual std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
                                             const std::string& kernel) = 0;
-  // Median wall seconds of one timed repetition per workload, over everything indexed.
+  // Median wall seconds of one timed repetition per "WORKLOAD/PARAMS_HASH" (resolved parameters, as
+  // bundles record them), over everything indexed.
   virtual std::map<std::string, double> seconds_per_repetition() = 0;
 
   // Campaign progress.
