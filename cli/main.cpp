@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include "cli/campaign_command.hpp"
 #include "cli/diff_command.hpp"
 #include "cli/kernel_command.hpp"
 #include "collector/perf/perf_source.hpp"
@@ -273,6 +274,7 @@ int run_cli(int argc, char** argv) {
 
   DiffCommand diff(app);
   KernelCommand kernel(app);
+  CampaignCommand campaign(app);
 
   try {
     app.parse(argc, argv);
@@ -289,6 +291,7 @@ int run_cli(int argc, char** argv) {
     if (*events) return cmd_events(all_events);
     if (diff.chosen()) return diff.run();
     if (kernel.chosen()) return kernel.run();
+    if (campaign.chosen()) return campaign.run();
     if (*export_cmd) return cmd_export(export_args);
   } catch (const InputError& e) {
     std::cerr << "schedlab: " << e.what() << "\n";
