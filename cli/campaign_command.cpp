@@ -23,6 +23,7 @@ CampaignCommand::CampaignCommand(CLI::App& app) {
 int CampaignCommand::run() const {
   const auto campaign = load_campaign(
       file_, recipes_dir_.empty() ? kernels::default_recipes_dir() : std::filesystem::path(recipes_dir_));
+  check_on_host(campaign);
   const auto plan = expand_plan(campaign);
   // Past runs come from the store once the daemon's store is wired in; until then, none are known.
   const auto estimate = estimate_duration(plan, {});

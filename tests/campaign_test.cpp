@@ -360,6 +360,25 @@ TEST(CampaignErrors, Workloads) {
   expect_error(kHeader + "workload = 3\n", 6, "[campaign] workload", "unknown key");
 }
 
+// The vm-6.18 capture: 2 CPUs, "thread_siblings_list" of cpu0 is "0", so no SMT sibling to place on.
+TEST(CampaignCheck, ParametersAreCheckedAgainstTheMachineNamingTheWorkloadLine) {
+  const auto vm = HostPaths::under(std::string(SCHEDLAB_FIXTURES_DIR) + "/vm-6.18");
+  CampaignFile f(kHeader +
+                 "[[workload]]\nname = \"yield\"\n\n[[workload]]\nname = \"yield\"\nid = \"smt\"\n" +
+                 "params = { placement = \"smt-sibling\", threads = [1, 2] }\n");
+  try {
+    check_on_host(f.load(), vm);
+    FAIL() << "smt-sibling accepted on a machine without SMT";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind(
+                  f.path().string() + ":9: [[workload]] smt: placement smt-sibling is not possible here", 0),
+              0u)
+        << message;
+  }
+  EXPECT_NO_THROW(check_on_host(load_campaign(kExamples / "smoke.toml"), vm));
+}
+
 TEST(CampaignCheck, PrintsThePlanThroughTheBinary) {
   auto o = testing::schedlab("campaign check " + (kExamples / "smoke.toml").string());
   EXPECT_EQ(o.code, 0) << o.out;

@@ -11,7 +11,9 @@
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/host_paths.hpp"
+#include "core/topology.hpp"
 #include "kernels/recipe.hpp"
+#include "workloads/common/task_setup.hpp"
 #include "workloads/registry.hpp"
 
 namespace schedlab {
@@ -367,6 +369,25 @@ Campaign load_campaign(const fs::path& file, const fs::path& recipes_dir) {
   read_exporter(r, root, c);
   read_workloads(r, root, c);
   return c;
+}
+
+void check_on_host(const Campaign& c, const HostPaths& paths, const fs::path& cache_dir) {
+  WorkloadContext ctx;
+  ctx.cache_dir = cache_dir;
+  ctx.topology = read_topology(paths);
+  ctx.allowed_cpus = current_affinity();
+  for (const auto& w : c.workloads) {
+    const std::string where =
+        c.file.string() + ":" + std::to_string(w.line) + ": [[workload]] " + w.id + ": ";
+    try {
+      for (const auto& in : expand_sweeps(with_default_sweeps({{w.id, w.workload, w.params}}))) {
+        const auto workload = make_workload(in.workload);
+        workload->validate(resolve_params(in.workload, workload->params(), in.params), ctx);
+      }
+    } catch (const InputError& e) {
+      throw InputError(where + e.what());
+    }
+  }
 }
 
 std::vector<CampaignStep> expand_plan(const Campaign& c) {

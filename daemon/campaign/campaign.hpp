@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_paths.hpp"
 #include "daemon/campaign/calendar.hpp"
 
 namespace schedlab {
@@ -55,6 +56,13 @@ Campaign load_campaign(const std::filesystem::path& file);
 // The same, checking configuration names against the kernel recipes in `recipes_dir` (the one-argument
 // form uses the built-in recipes).
 Campaign load_campaign(const std::filesystem::path& file, const std::filesystem::path& recipes_dir);
+
+// Checks every instance's parameters against this machine as the runner will before it starts one
+// (a placement level the topology lacks, say), so that `campaign check` finds it rather than the
+// first night's run. Throws InputError "FILE:LINE: [[workload]] ID: why", LINE of its [[workload]].
+// `cache_dir` is where the daemon keeps workload inputs (the unit's CacheDirectory=); nothing is written.
+void check_on_host(const Campaign& c, const HostPaths& paths = HostPaths::live(),
+                   const std::filesystem::path& cache_dir = "/var/cache/schedlab");
 
 // One unit of work: an instance's repetitions in one trial of one configuration.
 struct CampaignStep {
