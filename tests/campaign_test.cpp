@@ -282,6 +282,8 @@ TEST(CampaignErrors, MissingAndMistypedCampaignKeys) {
                "[campaign] name", "missing");
   expect_error(kHeader + "trials = \"3\"\n" + w, 6, "[campaign] trials", "expected an integer");
   expect_error(kHeader + "trials = 0\n" + w, 6, "[campaign] trials", "must be at least 1, got 0");
+  expect_error(kHeader + w + "repetitions = 3000000000\n", 8, "[[workload]] repetitions",
+               "must be at most 2147483647, got 3000000000");
   expect_error(kHeader + "seed = -1\n" + w, 6, "[campaign] seed", "must be at least 0");
   expect_error(kHeader + "order = \"random\"\n" + w, 6, "[campaign] order",
                "'random': expected \"interleaved\" or \"blocked\"");
@@ -349,7 +351,7 @@ TEST(CampaignErrors, Workloads) {
   expect_error(kHeader + "[[workload]]\nname = \"yield\"\nid = \"a/b\"\n", 8, "[[workload]] id", "no '/'");
   expect_error(kHeader + "[[workload]]\nname = \"yield\"\nparams = { threads = \"x\" }\n", 8,
                "[[workload]] params.threads", "expected an integer, got 'x'");
-  expect_error(kHeader + "[[workload]]\nname = \"yield\"\nparams = { threads = [1,\n 0] }\n", 8,
+  expect_error(kHeader + "[[workload]]\nname = \"yield\"\nparams = { threads = [1,\n 0] }\n", 9,
                "[[workload]] params.threads", "must be between 1 and 1024, got '0'");
   expect_error(kHeader + "[[workload]]\nname = \"yield\"\nparams = { threads = [] }\n", 8,
                "[[workload]] params.threads", "an empty list sweeps nothing");

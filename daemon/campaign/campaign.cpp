@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <climits>
 #include <random>
 #include <set>
 
@@ -72,13 +73,15 @@ class Reader {
   }
 
   std::optional<std::int64_t> integer(const toml::table& t, const std::string& prefix, const std::string& key,
-                                      std::int64_t min) const {
+                                      std::int64_t min, std::int64_t max = INT_MAX) const {
     const toml::node* n = t.get(key);
     if (!n) return std::nullopt;
     if (!n->is_integer()) fail(*n, prefix + key, "expected an integer");
     const auto v = n->as_integer()->get();
     if (v < min)
       fail(*n, prefix + key, "must be at least " + std::to_string(min) + ", got " + std::to_string(v));
+    if (v > max)
+      fail(*n, prefix + key, "must be at most " + std::to_string(max) + ", got " + std::to_string(v));
     return v;
   }
 
@@ -178,26 +181,30 @@ void read_params(const Reader& r, const toml::node& node, const Workload& worklo
       r.fail(v, what, "unknown parameter of " + workload.name() + " (known: " + known + ")");
     }
     std::vector<std::string> values;
+    std::vector<const toml::node*> nodes;  // each value's own node: a sweep's bad element names its line
     if (v.is_array()) {
       for (const auto& e : *v.as_array()) {
         auto text = scalar_text(e);
         if (!text) r.fail(e, what, "a sweep lists plain values (numbers, strings, booleans)");
         values.push_back(*text);
+        nodes.push_back(&e);
       }
       if (values.empty()) r.fail(v, what, "an empty list sweeps nothing");
     } else if (auto text = scalar_text(v)) {
       values.push_back(*text);
+      nodes.push_back(&v);
     } else {
       r.fail(v, what, "expected a number, string, boolean or a list of them (a sweep)");
     }
-    for (const auto& value : values) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto& value = values[i];
       if (value.find(',') != std::string::npos || (!value.empty() && value.front() == '['))
-        r.fail(v, what,
+        r.fail(*nodes[i], what,
                "'" + value + "': a value must not contain ',' or start with '[' (a sweep is a TOML list)");
       try {
         parse_param_value(workload.name(), *spec, value);
       } catch (const InputError& e) {
-        r.fail(v, what, without_prefix(e.what(), workload.name() + "." + key + ": "));
+        r.fail(*nodes[i], what, without_prefix(e.what(), workload.name() + "." + key + ": "));
       }
     }
     if (v.is_array()) {
@@ -314,7 +321,7 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
     else
       r.fail(*t.get("order"), p + "order", "'" + *v + "': expected \"interleaved\" or \"blocked\"");
   }
-  if (auto v = r.integer(t, p, "seed", 0)) c.seed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.integer(t, p, "seed", 0, INT64_MAX)) c.seed = static_cast<std::uint64_t>(*v);
   if (auto v = r.boolean(t, p, "counters")) c.counters = *v;
   if (auto v = r.boolean(t, p, "profile")) c.profile = *v;
   if (auto events = r.strings(t, p, "events")) {
