@@ -8,6 +8,8 @@
 #include <iostream>
 #include <random>
 
+#include "cli/campaign_command.hpp"
+#include "cli/daemon_command.hpp"
 #include "cli/diff_command.hpp"
 #include "cli/kernel_command.hpp"
 #include "cli/store_command.hpp"
@@ -275,6 +277,8 @@ int run_cli(int argc, char** argv) {
   DiffCommand diff(app);
   KernelCommand kernel(app);
   StoreCommand store(app);
+  DaemonCommand daemon(app);
+  CampaignCommand campaign(app);
 
   try {
     app.parse(argc, argv);
@@ -292,6 +296,8 @@ int run_cli(int argc, char** argv) {
     if (diff.chosen()) return diff.run();
     if (kernel.chosen()) return kernel.run();
     if (store.chosen()) return store.run();
+    if (daemon.chosen()) return daemon.run();
+    if (campaign.chosen()) return campaign.run();
     if (*export_cmd) return cmd_export(export_args);
   } catch (const InputError& e) {
     std::cerr << "schedlab: " << e.what() << "\n";

@@ -148,6 +148,10 @@ IsolationMode parse_isolation_mode(const std::string& text) {
   throw InputError("isolation '" + text + "' is not one of auto, cgroup, process-group");
 }
 
+std::filesystem::path own_cgroup_dir(const HostPaths& paths, std::string& why) {
+  return own_cgroup2_dir(paths, why);
+}
+
 std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string& leaf_name,
                                           const HostPaths& paths) {
   if (mode == IsolationMode::kProcessGroup)

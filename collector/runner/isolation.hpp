@@ -34,6 +34,10 @@ class Isolation {
 std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string& leaf_name,
                                           const HostPaths& paths = HostPaths::live());
 
+// The cgroup v2 directory this process belongs to (wherever cgroup2 is mounted: /sys/fs/cgroup, or
+// /sys/fs/cgroup/unified on a hybrid hierarchy), or "" with `why` set.
+std::filesystem::path own_cgroup_dir(const HostPaths& paths, std::string& why);
+
 // All live descendants of `ancestor` (from /proc), children before grandchildren.
 std::vector<pid_t> descendants_of(pid_t ancestor, const HostPaths& paths = HostPaths::live());
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_paths.hpp"
 #include "daemon/campaign/calendar.hpp"
 
 namespace schedlab {
@@ -44,7 +45,8 @@ struct Campaign {
   std::vector<std::string> events;  // [campaign] events = [...]; empty: the default set
   bool counters = true;             // [campaign] counters = false: no perf counters
   bool profile = false;
-  double timeout_s = 120;  // per repetition
+  double timeout_s = 120;        // per repetition
+  double settle_timeout_s = 10;  // longest wait for a quiet machine before each step (`run --settle-timeout`)
   ExporterSettings exporter;
   std::vector<CampaignWorkload> workloads;
   std::string content_hash;  // of the file's bytes: a changed file is a new campaign
@@ -53,6 +55,16 @@ struct Campaign {
 // Parses and validates; throws InputError "FILE:LINE: key: why" for every problem (unknown keys
 // included, so a typo never silently falls back to a default).
 Campaign load_campaign(const std::filesystem::path& file);
+// The same, checking configuration names against the kernel recipes in `recipes_dir` (the one-argument
+// form uses the built-in recipes).
+Campaign load_campaign(const std::filesystem::path& file, const std::filesystem::path& recipes_dir);
+
+// Checks every instance's parameters against this machine as the runner will before it starts one
+// (a placement level the topology lacks, say), so that `campaign check` finds it rather than the
+// first night's run. Throws InputError "FILE:LINE: [[workload]] ID: why", LINE of its [[workload]].
+// `cache_dir` is where the daemon keeps workload inputs (the unit's CacheDirectory=); nothing is written.
+void check_on_host(const Campaign& c, const HostPaths& paths = HostPaths::live(),
+                   const std::filesystem::path& cache_dir = "/var/cache/schedlab");
 
 // One unit of work: an instance's repetitions in one trial of one configuration.
 struct CampaignStep {
@@ -70,5 +82,27 @@ struct CampaignStep {
 // configurations x trials in the campaign's order (interleaved: t1 A, t1 B, t2 A...; blocked: A t1,
 // A t2, B t1...), within each the instances (sweeps expanded) in an order shuffled by seed and trial.
 std::vector<CampaignStep> expand_plan(const Campaign& c);
+
+struct PlanTotals {
+  int steps = 0;
+  int repetitions = 0;  // timed ones, without the warm-ups
+  int boots = 0;        // (configuration, trial) pairs that boot a kernel: every one but "running"
+};
+PlanTotals plan_totals(const std::vector<CampaignStep>& plan);
+
+// What past runs of a step's instance are looked up by: "WORKLOAD/PARAMS_HASH", the hash of its
+// resolved parameters in canonical form, as bundles record it (params_hash) and the diff pairs them.
+std::string step_estimate_key(const CampaignStep& step);
+
+struct PlanEstimate {
+  std::optional<double> seconds;  // nullopt: some step has no past run, so the total is unknown
+  int steps_known = 0;
+  int steps_unknown = 0;
+};
+
+// The plan's duration from seconds per repetition of past runs (keyed by step_estimate_key). One
+// discarded warm-up runs before each step's repetitions, so it counts as one more repetition.
+PlanEstimate estimate_duration(const std::vector<CampaignStep>& plan,
+                               const std::map<std::string, double>& seconds_per_repetition);
 
 }  // namespace schedlab

@@ -1,0 +1,481 @@
+#include "daemon/campaign/campaign.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <climits>
+#include <random>
+#include <set>
+
+#include "collector/perf/pfm.hpp"
+#include "collector/runner/runner.hpp"
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "core/host_paths.hpp"
+#include "core/topology.hpp"
+#include "kernels/recipe.hpp"
+#include "workloads/common/task_setup.hpp"
+#include "workloads/registry.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::set<std::string> kCampaignKeys = {
+    "name", "schedule", "store",    "output",  "configurations", "trials",          "order",
+    "seed", "events",   "counters", "profile", "timeout_s",      "settle_timeout_s"};
+const std::set<std::string> kExporterKeys = {"listen", "pushgateway", "configurations_per_host", "host"};
+const std::set<std::string> kWorkloadKeys = {"name", "id", "repetitions", "params"};
+
+std::string join(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Reads typed values and reports every problem as "FILE:LINE: KEY: why", the line being that of
+// the offending value (or of its table when the key is missing).
+class Reader {
+ public:
+  explicit Reader(fs::path file) : file_(std::move(file)) {}
+
+  std::string where(const toml::node& node) const {
+    const auto line = node.source().begin.line;
+    return file_.string() + (line ? ":" + std::to_string(line) : "");
+  }
+
+  [[noreturn]] void fail(const toml::node& node, const std::string& key, const std::string& why) const {
+    throw InputError(where(node) + ": " + key + ": " + why);
+  }
+
+  // Keys a table may hold; anything else is a typo that must not fall back to a default silently.
+  void check_keys(const toml::table& t, const std::string& prefix, const std::set<std::string>& known) const {
+    for (const auto& [k, v] : t) {
+      const std::string key(k.str());
+      if (!known.count(key)) fail(v, prefix + key, "unknown key (known: " + join(known) + ")");
+    }
+  }
+
+  std::optional<std::string> string(const toml::table& t, const std::string& prefix,
+                                    const std::string& key) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) fail(*n, prefix + key, "expected a string");
+    return n->as_string()->get();
+  }
+
+  std::string required_string(const toml::table& t, const std::string& prefix, const std::string& key) const {
+    auto v = string(t, prefix, key);
+    if (!v) fail(t, prefix + key, "missing");
+    if (v->empty()) fail(*t.get(key), prefix + key, "must not be empty");
+    return *v;
+  }
+
+  std::optional<std::int64_t> integer(const toml::table& t, const std::string& prefix, const std::string& key,
+                                      std::int64_t min, std::int64_t max = INT_MAX) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) fail(*n, prefix + key, "expected an integer");
+    const auto v = n->as_integer()->get();
+    if (v < min)
+      fail(*n, prefix + key, "must be at least " + std::to_string(min) + ", got " + std::to_string(v));
+    if (v > max)
+      fail(*n, prefix + key, "must be at most " + std::to_string(max) + ", got " + std::to_string(v));
+    return v;
+  }
+
+  std::optional<bool> boolean(const toml::table& t, const std::string& prefix, const std::string& key) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) fail(*n, prefix + key, "expected true or false");
+    return n->as_boolean()->get();
+  }
+
+  // The strings and, for errors about one of them, its node.
+  std::optional<std::vector<std::pair<std::string, const toml::node*>>> strings(
+      const toml::table& t, const std::string& prefix, const std::string& key) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_array()) fail(*n, prefix + key, "expected an array of strings");
+    std::vector<std::pair<std::string, const toml::node*>> out;
+    for (const auto& e : *n->as_array()) {
+      if (!e.is_string()) fail(e, prefix + key, "expected an array of strings");
+      out.emplace_back(e.as_string()->get(), &e);
+    }
+    return out;
+  }
+
+ private:
+  fs::path file_;
+};
+
+std::string read_bytes(const fs::path& file) {
+  auto text = read_text(file);
+  if (!text) throw InputError(file.string() + ": cannot read the campaign file");
+  return *text;
+}
+
+toml::table parse_toml(const fs::path& file, const std::string& bytes) {
+  try {
+    return toml::parse(bytes, file.string());
+  } catch (const toml::parse_error& e) {
+    throw InputError(file.string() + ":" + std::to_string(e.source().begin.line) + ": " +
+                     std::string(e.description()));
+  }
+}
+
+// "sqlite:///var/lib/schedlab/store.db" is the one store there is; PostgreSQL is designed for, not built.
+void check_store(const Reader& r, const toml::node& node, const std::string& url) {
+  const std::string key = "[campaign] store";
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+    r.fail(node, key, "PostgreSQL stores are not implemented yet; use sqlite:///ABSOLUTE/PATH");
+  if (url.rfind("sqlite://", 0) != 0)
+    r.fail(node, key,
+           "'" + url + "': expected sqlite:///ABSOLUTE/PATH (postgresql:// is not implemented yet)");
+  const std::string path = url.substr(std::string("sqlite://").size());
+  if (path.empty() || path.front() != '/' || path.back() == '/')
+    r.fail(node, key, "'" + url + "': expected sqlite:///ABSOLUTE/PATH (three slashes, then a file)");
+}
+
+void check_listen(const Reader& r, const toml::node& node, const std::string& listen) {
+  if (listen.empty()) return;  // the exposer is off
+  const auto colon = listen.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+  const bool digits = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+  if (colon == 0 || !digits || port.size() > 5 || std::stoi(port) < 1 || std::stoi(port) > 65535)
+    r.fail(node, "[exporter] listen", "'" + listen + "': expected HOST:PORT, e.g. 127.0.0.1:9464");
+}
+
+// A TOML scalar as `--param` would spell it.
+std::optional<std::string> scalar_text(const toml::node& n) {
+  if (n.is_string()) return n.as_string()->get();
+  if (n.is_integer()) return std::to_string(n.as_integer()->get());
+  if (n.is_floating_point()) return fmt::format("{}", n.as_floating_point()->get());
+  if (n.is_boolean()) return n.as_boolean()->get() ? "true" : "false";
+  return std::nullopt;
+}
+
+const ParamSpec* find_spec(const std::vector<ParamSpec>& specs, const std::string& key) {
+  for (const auto& s : specs)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+// parse_param_value's message starts "WORKLOAD.KEY: "; the error already names the key.
+std::string without_prefix(const std::string& message, const std::string& prefix) {
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+void read_params(const Reader& r, const toml::node& node, const Workload& workload, CampaignWorkload& out) {
+  const std::string prefix = "[[workload]] params";
+  if (!node.is_table()) r.fail(node, prefix, "expected a table, e.g. params = { threads = 2 }");
+  const auto specs = workload.params();
+  for (const auto& [k, v] : *node.as_table()) {
+    const std::string key(k.str());
+    const std::string what = prefix + "." + key;
+    const ParamSpec* spec = find_spec(specs, key);
+    if (!spec) {
+      std::string known;
+      for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.key;
+      r.fail(v, what, "unknown parameter of " + workload.name() + " (known: " + known + ")");
+    }
+    std::vector<std::string> values;
+    std::vector<const toml::node*> nodes;  // each value's own node: a sweep's bad element names its line
+    if (v.is_array()) {
+      for (const auto& e : *v.as_array()) {
+        auto text = scalar_text(e);
+        if (!text) r.fail(e, what, "a sweep lists plain values (numbers, strings, booleans)");
+        values.push_back(*text);
+        nodes.push_back(&e);
+      }
+      if (values.empty()) r.fail(v, what, "an empty list sweeps nothing");
+    } else if (auto text = scalar_text(v)) {
+      values.push_back(*text);
+      nodes.push_back(&v);
+    } else {
+      r.fail(v, what, "expected a number, string, boolean or a list of them (a sweep)");
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto& value = values[i];
+      if (value.find(',') != std::string::npos || (!value.empty() && value.front() == '['))
+        r.fail(*nodes[i], what,
+               "'" + value + "': a value must not contain ',' or start with '[' (a sweep is a TOML list)");
+      try {
+        parse_param_value(workload.name(), *spec, value);
+      } catch (const InputError& e) {
+        r.fail(*nodes[i], what, without_prefix(e.what(), workload.name() + "." + key + ": "));
+      }
+    }
+    if (v.is_array()) {
+      std::string list;
+      for (const auto& value : values) list += (list.empty() ? "" : ",") + value;
+      out.params[key] = "[" + list + "]";
+    } else {
+      out.params[key] = values.front();
+    }
+  }
+}
+
+// An id becomes part of step keys ("t1/running/ID") and bundle instance ids.
+void check_id(const Reader& r, const toml::node& node, const std::string& id) {
+  if (id.empty() || id.find_first_of("/ \t\n,=[]") != std::string::npos)
+    r.fail(node, "[[workload]] id",
+           "'" + id + "': use letters, digits, '-', '_' or '.' (no '/', ',', '=' or spaces)");
+}
+
+void read_workloads(const Reader& r, const toml::table& root, Campaign& c) {
+  const toml::node* n = root.get("workload");
+  if (!n) throw InputError(c.file.string() + ": no [[workload]]: the campaign has nothing to run");
+  if (!n->is_array_of_tables()) r.fail(*n, "workload", "expected [[workload]] tables");
+  std::map<std::string, int> ids;  // id -> line of its first use
+  for (const auto& node : *n->as_array()) {
+    const auto& t = *node.as_table();
+    r.check_keys(t, "[[workload]] ", kWorkloadKeys);
+    CampaignWorkload w;
+    w.line = static_cast<int>(t.source().begin.line);
+    w.workload = r.required_string(t, "[[workload]] ", "name");
+    std::unique_ptr<Workload> workload;
+    try {
+      workload = make_workload(w.workload);
+    } catch (const InputError& e) {
+      r.fail(*t.get("name"), "[[workload]] name", e.what());
+    }
+    w.id = r.string(t, "[[workload]] ", "id").value_or(w.workload);
+    check_id(r, t.get("id") ? *t.get("id") : static_cast<const toml::node&>(t), w.id);
+    if (auto [it, fresh] = ids.emplace(w.id, w.line); !fresh)
+      r.fail(t.get("id") ? *t.get("id") : static_cast<const toml::node&>(t), "[[workload]] id",
+             "'" + w.id + "' is already used by the [[workload]] on line " + std::to_string(it->second) +
+                 "; give each instance its own id");
+    if (auto v = r.integer(t, "[[workload]] ", "repetitions", 1)) w.repetitions = static_cast<int>(*v);
+    if (const toml::node* p = t.get("params")) read_params(r, *p, *workload, w);
+    c.workloads.push_back(std::move(w));
+  }
+}
+
+void read_exporter(const Reader& r, const toml::table& root, Campaign& c) {
+  const toml::node* n = root.get("exporter");
+  if (!n) return;
+  if (!n->is_table()) r.fail(*n, "[exporter]", "expected a table");
+  const auto& t = *n->as_table();
+  const std::string p = "[exporter] ";
+  r.check_keys(t, p, kExporterKeys);
+  if (auto v = r.string(t, p, "listen")) {
+    check_listen(r, *t.get("listen"), *v);
+    c.exporter.listen = *v;
+  }
+  if (auto v = r.string(t, p, "pushgateway")) {
+    if (!v->empty() && v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
+      r.fail(*t.get("pushgateway"), p + "pushgateway",
+             "'" + *v + "': expected an http:// or https:// URL, or \"\"");
+    c.exporter.pushgateway = *v;
+  }
+  if (auto v = r.integer(t, p, "configurations_per_host", 1))
+    c.exporter.configurations_per_host = static_cast<int>(*v);
+  if (auto v = r.string(t, p, "host")) c.exporter.host = *v;
+}
+
+void read_campaign(const Reader& r, const toml::table& root, const fs::path& recipes_dir, Campaign& c) {
+  const toml::node* n = root.get("campaign");
+  if (!n) throw InputError(c.file.string() + ": missing table [campaign]");
+  if (!n->is_table()) r.fail(*n, "[campaign]", "expected a table");
+  const auto& t = *n->as_table();
+  const std::string p = "[campaign] ";
+  r.check_keys(t, p, kCampaignKeys);
+  c.name = r.required_string(t, p, "name");
+  const auto schedule = r.required_string(t, p, "schedule");
+  if (schedule != "once") {
+    try {
+      c.schedule = parse_calendar(schedule);
+    } catch (const InputError& e) {
+      r.fail(*t.get("schedule"), p + "schedule", e.what());
+    }
+  }
+  c.store_url = r.required_string(t, p, "store");
+  check_store(r, *t.get("store"), c.store_url);
+  c.output = r.required_string(t, p, "output");
+  if (!c.output.is_absolute())
+    r.fail(*t.get("output"), p + "output", "'" + c.output.string() + "': expected an absolute directory");
+  if (auto configs = r.strings(t, p, "configurations")) {
+    if (configs->empty()) r.fail(*t.get("configurations"), p + "configurations", "names no configuration");
+    c.configurations.clear();
+    std::set<std::string> seen;
+    for (const auto& [name, node] : *configs) {
+      if (!seen.insert(name).second) r.fail(*node, p + "configurations", "'" + name + "' is listed twice");
+      if (name != "running") {
+        try {
+          kernels::load_recipe(recipes_dir, name);
+        } catch (const InputError& e) {
+          r.fail(*node, p + "configurations", e.what());
+        }
+      }
+      c.configurations.push_back(name);
+    }
+  }
+  if (auto v = r.integer(t, p, "trials", 1)) c.trials = static_cast<int>(*v);
+  if (auto v = r.string(t, p, "order")) {
+    if (*v == "interleaved")
+      c.order = CampaignOrder::kInterleaved;
+    else if (*v == "blocked")
+      c.order = CampaignOrder::kBlocked;
+    else
+      r.fail(*t.get("order"), p + "order", "'" + *v + "': expected \"interleaved\" or \"blocked\"");
+  }
+  if (auto v = r.integer(t, p, "seed", 0, INT64_MAX)) c.seed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.boolean(t, p, "counters")) c.counters = *v;
+  if (auto v = r.boolean(t, p, "profile")) c.profile = *v;
+  if (auto events = r.strings(t, p, "events")) {
+    if (!c.counters) r.fail(*t.get("events"), p + "events", "contradicts counters = false");
+    for (const auto& [name, node] : *events) {
+      if (encode_event(name).unknown)
+        r.fail(*node, p + "events", "'" + name + "': unknown event (see `schedlab events`)");
+      c.events.push_back(name);
+    }
+  }
+  if (const toml::node* v = t.get("timeout_s")) {
+    if (!v->is_number()) r.fail(*v, p + "timeout_s", "expected a number of seconds");
+    c.timeout_s =
+        v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    if (!(c.timeout_s > 0)) r.fail(*v, p + "timeout_s", "must be a positive number of seconds");
+  }
+  if (const toml::node* v = t.get("settle_timeout_s")) {
+    if (!v->is_number()) r.fail(*v, p + "settle_timeout_s", "expected a number of seconds");
+    c.settle_timeout_s =
+        v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    if (!(c.settle_timeout_s >= 0)) r.fail(*v, p + "settle_timeout_s", "must be 0 or more seconds");
+  }
+}
+
+// splitmix64's finaliser: spreads (seed, trial) over the whole generator state.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Fisher-Yates with our own draw (std::shuffle's algorithm is the library's choice), so a campaign's
+// order survives a restart under another build.
+std::vector<std::size_t> shuffled(std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  return order;
+}
+
+}  // namespace
+
+Campaign load_campaign(const fs::path& file) {
+  return load_campaign(file, kernels::default_recipes_dir());
+}
+
+Campaign load_campaign(const fs::path& file, const fs::path& recipes_dir) {
+  const std::string bytes = read_bytes(file);
+  const toml::table root = parse_toml(file, bytes);
+  Reader r(file);
+  Campaign c;
+  c.file = file;
+  c.content_hash = hex64(fnv1a64(bytes));
+  r.check_keys(root, "", {"campaign", "exporter", "workload"});
+  read_campaign(r, root, recipes_dir, c);
+  read_exporter(r, root, c);
+  read_workloads(r, root, c);
+  return c;
+}
+
+void check_on_host(const Campaign& c, const HostPaths& paths, const fs::path& cache_dir) {
+  WorkloadContext ctx;
+  ctx.cache_dir = cache_dir;
+  ctx.topology = read_topology(paths);
+  ctx.allowed_cpus = current_affinity();
+  for (const auto& w : c.workloads) {
+    const std::string where =
+        c.file.string() + ":" + std::to_string(w.line) + ": [[workload]] " + w.id + ": ";
+    try {
+      for (const auto& in : expand_sweeps(with_default_sweeps({{w.id, w.workload, w.params}}))) {
+        const auto workload = make_workload(in.workload);
+        workload->validate(resolve_params(in.workload, workload->params(), in.params), ctx);
+      }
+    } catch (const InputError& e) {
+      throw InputError(where + e.what());
+    }
+  }
+}
+
+std::vector<CampaignStep> expand_plan(const Campaign& c) {
+  struct PlannedInstance {
+    InstancePlan plan;
+    int repetitions;
+  };
+  std::vector<PlannedInstance> instances;
+  for (const auto& w : c.workloads)
+    for (auto& ip : expand_sweeps(with_default_sweeps({{w.id, w.workload, w.params}})))
+      instances.push_back({std::move(ip), w.repetitions});
+
+  std::vector<std::pair<int, std::string>> blocks;  // (trial, configuration) in run order
+  if (c.order == CampaignOrder::kInterleaved) {
+    for (int t = 1; t <= c.trials; ++t)
+      for (const auto& conf : c.configurations) blocks.emplace_back(t, conf);
+  } else {
+    for (const auto& conf : c.configurations)
+      for (int t = 1; t <= c.trials; ++t) blocks.emplace_back(t, conf);
+  }
+
+  std::vector<CampaignStep> plan;
+  for (const auto& [trial, conf] : blocks) {
+    // The same order for every configuration of a trial: paired trials then differ only in the kernel.
+    const auto order = shuffled(instances.size(), mix(c.seed ^ mix(static_cast<std::uint64_t>(trial))));
+    for (std::size_t i : order) {
+      const auto& in = instances[i];
+      CampaignStep s;
+      s.index = static_cast<int>(plan.size());
+      s.configuration = conf;
+      s.trial = trial;
+      s.instance_id = in.plan.id;
+      s.key = "t" + std::to_string(trial) + "/" + conf + "/" + in.plan.id;
+      s.workload = in.plan.workload;
+      s.params = in.plan.params;
+      s.repetitions = in.repetitions;
+      s.seed = mix(c.seed ^ fnv1a64(s.key));
+      plan.push_back(std::move(s));
+    }
+  }
+  return plan;
+}
+
+PlanTotals plan_totals(const std::vector<CampaignStep>& plan) {
+  PlanTotals t;
+  std::set<std::pair<int, std::string>> boots;
+  for (const auto& s : plan) {
+    ++t.steps;
+    t.repetitions += s.repetitions;
+    if (s.configuration != "running") boots.emplace(s.trial, s.configuration);
+  }
+  t.boots = static_cast<int>(boots.size());
+  return t;
+}
+
+std::string step_estimate_key(const CampaignStep& step) {
+  const auto workload = make_workload(step.workload);
+  return step.workload + "/" + canonical_hash(resolve_params(step.workload, workload->params(), step.params));
+}
+
+PlanEstimate estimate_duration(const std::vector<CampaignStep>& plan,
+                               const std::map<std::string, double>& seconds_per_repetition) {
+  PlanEstimate e;
+  double total = 0;
+  for (const auto& s : plan) {
+    auto it = seconds_per_repetition.find(step_estimate_key(s));
+    if (it == seconds_per_repetition.end()) {
+      ++e.steps_unknown;
+      continue;
+    }
+    ++e.steps_known;
+    total += it->second * (s.repetitions + 1);
+  }
+  if (e.steps_unknown == 0 && e.steps_known > 0) e.seconds = total;
+  return e;
+}
+
+}  // namespace schedlab

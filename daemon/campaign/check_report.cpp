@@ -1,0 +1,81 @@
+#include "daemon/campaign/check_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <ctime>
+
+namespace schedlab {
+namespace {
+
+// Local time with its zone abbreviation, as systemd-analyze prints an elapse: "Wed 2026-12-02 02:00:00 CET".
+std::string local_time_text(std::chrono::system_clock::time_point t) {
+  const time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%a %Y-%m-%d %H:%M:%S %Z", &tm);
+  return buf;
+}
+
+std::string params_text(const std::map<std::string, std::string>& params) {
+  std::string out;
+  for (const auto& [k, v] : params) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out.empty() ? "(defaults)" : out;
+}
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s >= 3600) return fmt::format("{} h {:02} min", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{} min {:02} s", s / 60, s % 60);
+  return fmt::format("{} s", s);
+}
+
+std::string format_campaign_check(const Campaign& c, const std::vector<CampaignStep>& plan,
+                                  const PlanEstimate& estimate, std::chrono::system_clock::time_point now) {
+  std::string out =
+      fmt::format("campaign {} ({}, content hash {})\n", c.name, c.file.string(), c.content_hash);
+  out += fmt::format("store {}, bundles under {}\n", c.store_url, c.output.string());
+  std::string configs;
+  for (const auto& conf : c.configurations) configs += (configs.empty() ? "" : ", ") + conf;
+  out += fmt::format("configurations {}; {} trial(s), {} order, seed {}\n", configs, c.trials,
+                     c.order == CampaignOrder::kInterleaved ? "interleaved" : "blocked", c.seed);
+  std::string events;
+  for (const auto& e : c.events) events += (events.empty() ? "" : ", ") + e;
+  out += fmt::format("counters {}, profile {}, timeout {} s per repetition\n",
+                     !c.counters      ? "off"
+                     : events.empty() ? "default set"
+                                      : events,
+                     c.profile ? "on" : "off", c.timeout_s);
+  out += fmt::format("exporter {}{}\n", c.exporter.listen.empty() ? "off" : c.exporter.listen,
+                     c.exporter.pushgateway.empty() ? "" : ", pushing to " + c.exporter.pushgateway);
+
+  out += fmt::format("\n{:>4}  {:<44} {:<16} {:>5}  {:<10} {:>4}  {}\n", "step", "key", "configuration",
+                     "trial", "workload", "reps", "params");
+  for (const auto& s : plan)
+    out += fmt::format("{:>4}  {:<44} {:<16} {:>5}  {:<10} {:>4}  {}\n", s.index, s.key, s.configuration,
+                       s.trial, s.workload, s.repetitions, params_text(s.params));
+
+  const auto totals = plan_totals(plan);
+  out += fmt::format("\ntotal: {} steps, {} repetitions (+{} discarded warm-ups), {} boots\n", totals.steps,
+                     totals.repetitions, totals.steps, totals.boots);
+  if (!c.schedule) {
+    out += "schedule: once (the daemon runs the plan, then exits)\n";
+  } else if (auto next = next_elapse(*c.schedule, now)) {
+    out += fmt::format("schedule: {}; next run {}\n", c.schedule->text, local_time_text(*next));
+  } else {
+    out += fmt::format("schedule: {}; never elapses again (every time it names is past)\n", c.schedule->text);
+  }
+  if (estimate.seconds)
+    out += fmt::format("estimated duration: {}\n", format_duration(*estimate.seconds));
+  else if (estimate.steps_known == 0)
+    out += "estimated duration: no past runs: unknown\n";
+  else
+    out += fmt::format("estimated duration: unknown ({} of {} steps have no past run)\n",
+                       estimate.steps_unknown, estimate.steps_known + estimate.steps_unknown);
+  return out;
+}
+
+}  // namespace schedlab

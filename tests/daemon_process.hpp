@@ -1,0 +1,97 @@
+#pragma once
+// Starting `schedlab daemon` from tests: its standard error to a file that the test watches for
+// log lines, killed (SIGKILL or SIGTERM) and reaped by the test; never left behind.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace schedlab::testing {
+
+class DaemonProcess {
+ public:
+  DaemonProcess(const std::filesystem::path& config, const std::filesystem::path& log,
+                const std::string& pause_at = "")
+      : log_(log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (pause_at.empty())
+        ::unsetenv("SCHEDLAB_DAEMON_PAUSE");
+      else
+        ::setenv("SCHEDLAB_DAEMON_PAUSE", pause_at.c_str(), 1);
+      ::unsetenv("JOURNAL_STREAM");
+      std::FILE* f = std::freopen(log.c_str(), "a", stderr);
+      if (!f) ::_exit(125);
+      ::dup2(STDERR_FILENO, STDOUT_FILENO);
+      ::execl(SCHEDLAB_BINARY, SCHEDLAB_BINARY, "daemon", "--config", config.c_str(), "--log-level", "debug",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~DaemonProcess() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::string log_text() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  // Waits until the log holds `needle` `times` times; false on timeout or when the daemon exited.
+  bool wait_for_log(const std::string& needle, int times = 1, double timeout_s = 60) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      if (count(log_text(), needle) >= times) return true;
+      if (exited()) return count(log_text(), needle) >= times;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  void kill_hard() {
+    ::kill(pid_, SIGKILL);
+    wait();
+  }
+  void terminate() { ::kill(pid_, SIGTERM); }
+  // The exit code, -1 when killed by a signal.
+  int wait() {
+    if (!reaped_) {
+      ::waitpid(pid_, &status_, 0);
+      reaped_ = true;
+    }
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+  }
+  bool exited() {
+    if (reaped_) return true;
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+    return reaped_;
+  }
+
+  static int count(const std::string& text, const std::string& needle) {
+    int n = 0;
+    for (auto p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool reaped_ = false;
+};
+
+}  // namespace schedlab::testing

@@ -1,0 +1,225 @@
+// The daemon through the binary, on the running kernel: a "once" campaign killed with SIGKILL at
+// several points (between steps, during a repetition, inside a step's store transaction) and stopped
+// with SIGTERM, then restarted until it finishes: exactly the planned steps and repetitions, none
+// twice, every bundle loading, and nothing a killed daemon left running still alive at the rerun.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+
+#include "core/bundle_io.hpp"
+#include "core/host_paths.hpp"
+#include "daemon/store/store.hpp"
+#include "tests/daemon_process.hpp"
+#include "tests/prometheus_server.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::DaemonProcess;
+
+constexpr int kSteps = 6;  // 2 trials x (yield-a + yield-b's two sweep values)
+constexpr int kRepetitions = 3;
+
+class DaemonFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("schedlab-daemon-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "campaign.toml") << R"([campaign]
+name = "fault"
+schedule = "once"
+store = "sqlite://)" << (dir_ / "store.db").string()
+                                          << R"("
+output = ")" << (dir_ / "bundles").string()
+                                          << R"("
+configurations = ["running"]
+trials = 2
+order = "interleaved"
+seed = 7
+counters = false
+timeout_s = 60
+settle_timeout_s = 0
+
+[exporter]
+listen = ""
+
+[[workload]]
+name = "yield"
+id = "yield-a"
+repetitions = 3
+params = { yields = 600000 }
+
+[[workload]]
+name = "yield"
+id = "yield-b"
+repetitions = 3
+params = { yields = [20000, 40000] }
+)";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  fs::path marker() const { return dir_ / "bundles" / ".daemon" / "fault.step"; }
+
+  // The processes in the running step's cgroup (or its process group), once it has some.
+  std::vector<pid_t> step_processes(double timeout_s) const {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      auto words = split_ws(read_text(marker()).value_or(""));
+      if (words.size() == 2 && words[0] == "cgroup") {
+        std::vector<pid_t> pids;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(words[1], ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+          if (it->path().filename() == "cgroup.procs")
+            for (const auto& p : split_ws(read_text(it->path()).value_or(""))) pids.push_back(std::stoi(p));
+        for (const auto& p : split_ws(read_text(fs::path(words[1]) / "cgroup.procs").value_or("")))
+          pids.push_back(std::stoi(p));
+        if (pids.size() >= 2) return pids;  // the runner and its workload
+      } else if (words.size() == 2 && words[0] == "pgid") {
+        return {static_cast<pid_t>(std::stoi(words[1]))};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return {};
+  }
+
+  static bool alive(pid_t pid) {
+    auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return false;
+    auto close = stat->rfind(')');
+    return close != std::string::npos && stat->substr(close + 2, 1) != "Z";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(DaemonFaultTest, KilledAtEveryPointFinishesWithExactlyThePlannedRepetitions) {
+  const auto config = dir_ / "campaign.toml";
+  {  // 1. SIGKILL between steps: the first step is committed, nothing else started.
+    DaemonProcess d(config, dir_ / "daemon1.log", "between-steps");
+    ASSERT_TRUE(d.wait_for_log("paused at between-steps", 1, 120)) << d.log_text();
+    d.kill_hard();
+  }
+  std::vector<pid_t> left;
+  {  // 2. SIGKILL during a repetition: its runner and workload are left running.
+    DaemonProcess d(config, dir_ / "daemon2.log");
+    ASSERT_TRUE(d.wait_for_log("(attempt 1)", 1, 60)) << d.log_text();
+    left = step_processes(30);
+    ASSERT_FALSE(left.empty()) << d.log_text();
+    d.kill_hard();
+    for (pid_t pid : left)
+      EXPECT_TRUE(alive(pid)) << pid << " ended with the daemon: the test proves nothing";
+  }
+  {  // 3. SIGKILL inside the next step's store transaction, after the leftovers were killed.
+    DaemonProcess d(config, dir_ / "daemon3.log", "store-write");
+    ASSERT_TRUE(d.wait_for_log("paused at store-write", 1, 120)) << d.log_text();
+    const auto log = d.log_text();
+    EXPECT_NE(log.find("a previous daemon's step left running"), std::string::npos) << log;
+    EXPECT_NE(log.find("discarded"), std::string::npos) << log;
+    for (pid_t pid : left) EXPECT_FALSE(alive(pid)) << pid << " of the killed daemon's step still runs";
+    d.kill_hard();
+  }
+  {  // 4. SIGTERM during a step: the daemon abandons it and exits 0 within 5 s.
+    DaemonProcess d(config, dir_ / "daemon4.log");
+    ASSERT_TRUE(d.wait_for_log("(attempt", 1, 60)) << d.log_text();
+    ASSERT_FALSE(step_processes(30).empty()) << d.log_text();
+    const auto start = std::chrono::steady_clock::now();
+    d.terminate();
+    EXPECT_EQ(d.wait(), 0) << d.log_text();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  }
+  {  // 5. Undisturbed to the end.
+    DaemonProcess d(config, dir_ / "daemon5.log");
+    ASSERT_TRUE(d.wait_for_log("finished:", 1, 300)) << d.log_text();
+    EXPECT_EQ(d.wait(), 0) << d.log_text();
+  }
+
+  auto store = open_store("sqlite://" + (dir_ / "store.db").string());
+  auto run = store->last_run("fault");
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "finished");
+  EXPECT_EQ(run->steps_total, kSteps);
+  auto steps = store->steps(run->id);
+  ASSERT_EQ(steps.size(), static_cast<std::size_t>(kSteps));
+  std::set<std::string> bundles;
+  int rerun = 0;
+  for (const auto& [key, s] : steps) {
+    EXPECT_EQ(s.status, StepStatus::kFinished) << key << ": " << s.reason;
+    rerun += s.attempts - 1;
+    EXPECT_TRUE(bundles.insert(s.bundle_path).second) << "bundle recorded twice: " << s.bundle_path;
+    auto b = load_bundle(s.bundle_path);
+    ASSERT_EQ(b.instances.size(), 1u);
+    EXPECT_EQ(b.instances[0].repetitions.size(), static_cast<std::size_t>(kRepetitions)) << key;
+  }
+  EXPECT_GE(rerun, 3) << "attempts beyond the first: the killed repetition, the killed store write and the "
+                         "SIGTERM each rerun a step";
+  EXPECT_EQ(store->bundle_count(), kSteps);
+  EXPECT_EQ(store->repetition_count(), kSteps * kRepetitions);
+
+  // The discarded attempts are kept (nothing lost) and the index rebuilt from disk agrees.
+  int discarded = 0;
+  for (auto& e : fs::recursive_directory_iterator(dir_ / "bundles"))
+    discarded += e.is_directory() && e.path().extension() == ".discarded";
+  EXPECT_GE(discarded, 3);
+  std::vector<std::string> skipped;
+  EXPECT_EQ(store->rebuild(dir_ / "bundles", skipped), kSteps);
+  EXPECT_TRUE(skipped.empty());
+  EXPECT_EQ(store->repetition_count(), kSteps * kRepetitions);
+}
+
+// A real Prometheus server scrapes the daemon every second during a short campaign; the workload's
+// series arrive through its HTTP API with the campaign's labels.
+TEST(DaemonPrometheus, ARealServerScrapesTheWorkloadSeriesDuringACampaign) {
+  if (!fs::exists(testing::kPrometheusBinary)) GTEST_SKIP() << "no " << testing::kPrometheusBinary;
+  const fs::path dir = fs::temp_directory_path() / ("schedlab-daemon-prom-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int port = testing::free_port();
+  std::ofstream(dir / "campaign.toml")
+      << "[campaign]\nname = \"scraped\"\nschedule = \"once\"\nstore = \"sqlite://"
+      << (dir / "store.db").string() << "\"\noutput = \"" << (dir / "bundles").string()
+      << "\"\ncounters = false\nsettle_timeout_s = 0\n[exporter]\nlisten = \"127.0.0.1:" << port
+      << "\"\nhost = \"ci-host\"\n[[workload]]\nname = \"yield\"\nrepetitions = "
+         "3\nparams = { yields = [20000, 40000] }\n";
+  testing::PrometheusServer prom({"127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(prom.wait_ready()) << prom.log();
+  // Paused after its first step, the daemon keeps serving: Prometheus gets to scrape the result.
+  DaemonProcess d(dir / "campaign.toml", dir / "daemon.log", "between-steps");
+  ASSERT_TRUE(d.wait_for_log("paused at between-steps", 1, 120)) << d.log_text();
+  const std::string release = trim(read_text("/proc/sys/kernel/osrelease").value_or(""));
+  nlohmann::json result;
+  const bool arrived = testing::wait_until(
+      [&] {
+        auto r = prom.query("{workload=\"yield\", host=\"ci-host\"}");
+        if (r.status != 200) return false;
+        result = nlohmann::json::parse(r.body)["data"]["result"];
+        return !result.empty();
+      },
+      std::chrono::seconds(30));
+  ASSERT_TRUE(arrived) << prom.log() << d.log_text();
+  for (const auto& series : result) {
+    const auto& m = series["metric"];
+    EXPECT_EQ(m["configuration"], release) << series.dump();  // "running": the kernel release
+    EXPECT_EQ(m["job"], "schedlab") << series.dump();
+    EXPECT_TRUE(m["instance_id"].get<std::string>().rfind("yield", 0) == 0) << series.dump();
+    EXPECT_GT(std::stod(series["value"][1].get<std::string>()), 0) << series.dump();
+  }
+  auto health = prom.query("schedlab_steps_finished_total");
+  ASSERT_EQ(health.status, 200);
+  auto h = nlohmann::json::parse(health.body)["data"]["result"];
+  ASSERT_EQ(h.size(), 1u) << health.body;
+  EXPECT_EQ(h[0]["value"][1], "1");
+  d.terminate();
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace schedlab
