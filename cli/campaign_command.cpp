@@ -5,6 +5,7 @@
 
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/campaign/check_report.hpp"
+#include "daemon/store/store.hpp"
 #include "kernels/recipe.hpp"
 
 namespace schedlab {
@@ -26,7 +27,13 @@ int CampaignCommand::run() const {
   check_on_host(campaign);
   const auto plan = expand_plan(campaign);
   // Past runs come from the store once the daemon's store is wired in; until then, none are known.
-  const auto estimate = estimate_duration(plan, {});
+  // Past runs from the campaign's own store, when it exists already (check never creates one).
+  std::map<std::string, double> past;
+  const std::string prefix = "sqlite://";
+  if (campaign.store_url.rfind(prefix, 0) == 0 &&
+      std::filesystem::exists(campaign.store_url.substr(prefix.size())))
+    past = open_store(campaign.store_url)->seconds_per_repetition();
+  const auto estimate = estimate_duration(plan, past);
   std::cout << format_campaign_check(campaign, plan, estimate, std::chrono::system_clock::now());
   return 0;
 }
