@@ -11,11 +11,11 @@
 #include <sstream>
 #include <thread>
 
+#include "collector/runner/isolation.hpp"
 #include "core/atomic_file.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
-#include "collector/runner/isolation.hpp"
 #include "core/host_paths.hpp"
 
 namespace schedlab {
