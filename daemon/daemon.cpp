@@ -16,6 +16,7 @@
 #include "daemon/schedule.hpp"
 #include "daemon/step_process.hpp"
 #include "daemon/store/store.hpp"
+#include "kernels/process.hpp"
 
 namespace schedlab {
 namespace {
@@ -67,16 +68,6 @@ std::optional<fs::path> find_bundle(const fs::path& dir) {
     }
   }
   return std::nullopt;
-}
-
-std::string tail_of(const fs::path& file, std::size_t lines) {
-  auto text = read_text(file).value_or("");
-  std::size_t pos = text.size();
-  while (lines-- > 0 && pos > 0) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
-  }
-  return text.substr(pos + 1);
 }
 
 class Daemon {
@@ -248,7 +239,7 @@ class Daemon {
     if (!bundle_path) {
       const auto why = fmt::format("no bundle (exit {}{}): {}", exit.exit_code,
                                    exit.signal ? fmt::format(", signal {}", exit.signal) : "",
-                                   tail_of(attempt_dir / "step.log", 3));
+                                   kernels::last_lines(read_text(attempt_dir / "step.log").value_or(""), 3));
       store_->end_step(run.id, step.key, StepStatus::kFailed, std::nullopt, nullptr, why);
       ++failed_steps_;
       if (exporter_) exporter_->count_failed();

@@ -34,15 +34,6 @@ std::string make_run_id(std::uint64_t entropy) {
          hex64(fnv1a64(std::to_string(entropy) + ts + std::to_string(::getpid()))).substr(0, 6);
 }
 
-// Fisher-Yates with our own draw, so a seed gives the same order with any standard library.
-std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed) {
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  return order;
-}
-
 void check_output_dir(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -57,6 +48,15 @@ std::string headline_of(const Workload& w) {
 }
 
 }  // namespace
+
+// Fisher-Yates with our own draw, so a seed gives the same order with any standard library.
+std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  return order;
+}
 
 std::vector<InstancePlan> quick_suite() {
   std::vector<InstancePlan> out;

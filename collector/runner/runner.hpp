@@ -83,6 +83,10 @@ struct RunOutcome {
 
 RunOutcome execute(PreparedRun& run, Progress& progress);
 
+// 0..n-1 in a seeded order: Fisher-Yates with our own draw (std::shuffle's algorithm is the library's
+// choice), so a seed gives the same order with any standard library and across restarts.
+std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed);
+
 // The quick suite: every registered workload's quick instances.
 std::vector<InstancePlan> quick_suite();
 

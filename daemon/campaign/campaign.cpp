@@ -332,18 +332,17 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
       c.events.push_back(name);
     }
   }
-  if (const toml::node* v = t.get("timeout_s")) {
-    if (!v->is_number()) r.fail(*v, p + "timeout_s", "expected a number of seconds");
-    c.timeout_s =
-        v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
-    if (!(c.timeout_s > 0)) r.fail(*v, p + "timeout_s", "must be a positive number of seconds");
-  }
-  if (const toml::node* v = t.get("settle_timeout_s")) {
-    if (!v->is_number()) r.fail(*v, p + "settle_timeout_s", "expected a number of seconds");
-    c.settle_timeout_s =
-        v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
-    if (!(c.settle_timeout_s >= 0)) r.fail(*v, p + "settle_timeout_s", "must be 0 or more seconds");
-  }
+  // A number of seconds, integer or float: positive, or also 0 where `zero_ok`.
+  auto seconds = [&](const char* key, double& out, bool zero_ok) {
+    const toml::node* v = t.get(key);
+    if (!v) return;
+    if (!v->is_number()) r.fail(*v, p + key, "expected a number of seconds");
+    out = v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    if (zero_ok ? !(out >= 0) : !(out > 0))
+      r.fail(*v, p + key, zero_ok ? "must be 0 or more seconds" : "must be a positive number of seconds");
+  };
+  seconds("timeout_s", c.timeout_s, false);
+  seconds("settle_timeout_s", c.settle_timeout_s, true);
 }
 
 // splitmix64's finaliser: spreads (seed, trial) over the whole generator state.
@@ -352,16 +351,6 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
-}
-
-// Fisher-Yates with our own draw (std::shuffle's algorithm is the library's choice), so a campaign's
-// order survives a restart under another build.
-std::vector<std::size_t> shuffled(std::size_t n, std::uint64_t seed) {
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  return order;
 }
 
 }  // namespace
@@ -425,7 +414,7 @@ std::vector<CampaignStep> expand_plan(const Campaign& c) {
   std::vector<CampaignStep> plan;
   for (const auto& [trial, conf] : blocks) {
     // The same order for every configuration of a trial: paired trials then differ only in the kernel.
-    const auto order = shuffled(instances.size(), mix(c.seed ^ mix(static_cast<std::uint64_t>(trial))));
+    const auto order = shuffled_order(instances.size(), mix(c.seed ^ mix(static_cast<std::uint64_t>(trial))));
     for (std::size_t i : order) {
       const auto& in = instances[i];
       CampaignStep s;
