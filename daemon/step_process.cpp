@@ -31,35 +31,15 @@ fs::path own_cgroup() {
   return dir;
 }
 
-std::vector<pid_t> pids_in(const fs::path& cgroup) {
-  std::vector<pid_t> out;
-  for (const auto& word : split_ws(read_text(cgroup / "cgroup.procs").value_or("")))
-    out.push_back(static_cast<pid_t>(std::stol(word)));
-  return out;
-}
-
-// Kills every process in `dir` and its descendant cgroups, then removes them, deepest first.
-int kill_cgroup_tree(const fs::path& dir) {
+// Kills what is left in `dir` and below, then removes the cgroups, deepest first.
+int kill_and_remove_cgroup(const fs::path& dir) {
+  const int killed = kill_cgroup_tree(dir, 5);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return 0;
-  int killed = 0;
+  if (!fs::is_directory(dir, ec)) return killed;
   std::vector<fs::path> dirs{dir};
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec))
     if (it->is_directory()) dirs.push_back(it->path());
-  for (const auto& d : dirs) killed += static_cast<int>(pids_in(d).size());
-  if (fs::exists(dir / "cgroup.kill")) {
-    std::ofstream(dir / "cgroup.kill") << "1";
-  } else {
-    for (const auto& d : dirs)
-      for (pid_t pid : pids_in(d)) ::kill(pid, SIGKILL);
-  }
-  for (int i = 0; i < 250; ++i) {  // 5 s
-    bool empty = true;
-    for (const auto& d : dirs) empty = empty && pids_in(d).empty();
-    if (empty) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
   for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) ::rmdir(d->c_str());
   return killed;
 }
@@ -77,7 +57,7 @@ int StepProcess::kill_leftovers() {
   auto words = split_ws(*text);
   int killed = 0;
   if (words.size() == 2 && words[0] == "cgroup") {
-    killed = kill_cgroup_tree(words[1]);
+    killed = kill_and_remove_cgroup(words[1]);
   } else if (words.size() == 2 && words[0] == "pgid") {
     const auto pgid = static_cast<pid_t>(std::stol(words[1]));
     if (::kill(-pgid, SIGKILL) == 0) ++killed;
@@ -90,7 +70,7 @@ StepExit StepProcess::run(const std::vector<std::string>& argv, const fs::path& 
                           const std::function<bool()>& stop_requested, double grace_s) {
   fs::create_directories(marker_.parent_path());
   if (!cgroup_.empty()) {
-    kill_cgroup_tree(cgroup_);  // a stale one of ours, should a previous step have left it
+    kill_and_remove_cgroup(cgroup_);  // a stale one of ours, should a previous step have left it
     if (::mkdir(cgroup_.c_str(), 0755) != 0) throw SystemError("creating " + cgroup_.string(), errno);
     write_file_atomic(marker_, "cgroup " + cgroup_.string() + "\n", true);
   }
@@ -140,7 +120,7 @@ StepExit StepProcess::run(const std::vector<std::string>& argv, const fs::path& 
     }
     if (stop_sent_at >= 0 && monotonic_seconds() - stop_sent_at > grace_s) {
       if (!cgroup_.empty())
-        std::ofstream(cgroup_ / "cgroup.kill") << "1";
+        kill_cgroup_tree(cgroup_, 1);
       else
         ::kill(-pid, SIGKILL);
     }
@@ -149,7 +129,7 @@ StepExit StepProcess::run(const std::vector<std::string>& argv, const fs::path& 
   out.seconds = monotonic_seconds() - start;
   // Whatever the step left behind (a workload that escaped its repetition) goes with it.
   if (!cgroup_.empty())
-    kill_cgroup_tree(cgroup_);
+    kill_and_remove_cgroup(cgroup_);
   else
     ::kill(-pid, SIGKILL);
   std::error_code ec;

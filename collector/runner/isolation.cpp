@@ -65,6 +65,13 @@ std::filesystem::path own_cgroup2_dir(const HostPaths& paths, std::string& why) 
   return {};
 }
 
+std::vector<pid_t> pids_in(const std::filesystem::path& cgroup) {
+  std::vector<pid_t> out;
+  for (const auto& word : split_ws(read_text(cgroup / "cgroup.procs").value_or("")))
+    out.push_back(static_cast<pid_t>(std::stol(word)));
+  return out;
+}
+
 class CgroupLeaf : public Isolation {
  public:
   explicit CgroupLeaf(std::filesystem::path dir) : dir_(std::move(dir)) {}
@@ -83,18 +90,7 @@ class CgroupLeaf : public Isolation {
 
   int kill_all() override {
     const auto pids = split_ws(read_text(dir_ / "cgroup.procs").value_or(""));
-    const int n = static_cast<int>(pids.size());
-    if (n == 0) return 0;
-    if (std::filesystem::exists(dir_ / "cgroup.kill")) {
-      write_file(dir_ / "cgroup.kill", "1");
-    } else {  // before Linux 5.14: kill one by one until the leaf stays empty
-      for (int round = 0; round < 100 && live_processes() > 0; ++round)
-        for (const auto& pid : split_ws(read_text(dir_ / "cgroup.procs").value_or("")))
-          ::kill(std::stoi(pid), SIGKILL);
-    }
-    const double until = monotonic_seconds() + 10;
-    while (populated() && monotonic_seconds() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int n = kill_cgroup_tree(dir_, 10);
     // Orphans were re-parented to us (we are their subreaper): reap them, leave no zombie.
     for (const auto& pid : pids) ::waitpid(std::stoi(pid), nullptr, WNOHANG | __WALL);
     return n;
@@ -107,10 +103,6 @@ class CgroupLeaf : public Isolation {
   }
 
  private:
-  bool populated() const {
-    auto events = read_text(dir_ / "cgroup.events").value_or("");
-    return events.find("populated 1") != std::string::npos;
-  }
   std::filesystem::path dir_;
 };
 
@@ -140,6 +132,33 @@ class ProcessGroup : public Isolation {
 };
 
 }  // namespace
+
+int kill_cgroup_tree(const std::filesystem::path& dir, double timeout_s) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  std::vector<fs::path> dirs{dir};
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_directory()) dirs.push_back(it->path());
+  const auto live = [&] {
+    std::size_t n = 0;
+    for (const auto& d : dirs) n += pids_in(d).size();
+    return static_cast<int>(n);
+  };
+  const int inside = live();
+  if (inside == 0) return 0;
+  const bool has_kill = fs::exists(dir / "cgroup.kill");
+  if (has_kill) write_file(dir / "cgroup.kill", "1");
+  const double until = monotonic_seconds() + timeout_s;
+  while (live() > 0 && monotonic_seconds() < until) {
+    if (!has_kill)  // before Linux 5.14: a fork may race each sweep, so sweep until none is left
+      for (const auto& d : dirs)
+        for (pid_t pid : pids_in(d)) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return inside;
+}
 
 IsolationMode parse_isolation_mode(const std::string& text) {
   if (text == "auto") return IsolationMode::kAuto;

@@ -38,6 +38,11 @@ std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string&
 // /sys/fs/cgroup/unified on a hybrid hierarchy), or "" with `why` set.
 std::filesystem::path own_cgroup_dir(const HostPaths& paths, std::string& why);
 
+// SIGKILLs every process in the cgroup v2 directory `dir` and in the cgroups below it (cgroup.kill
+// where the kernel has it, 5.14+; one by one otherwise), and waits until they are gone or `timeout_s`
+// passed. Returns how many processes were inside. A missing directory is 0.
+int kill_cgroup_tree(const std::filesystem::path& dir, double timeout_s);
+
 // All live descendants of `ancestor` (from /proc), children before grandchildren.
 std::vector<pid_t> descendants_of(pid_t ancestor, const HostPaths& paths = HostPaths::live());
 
