@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <set>
 
 #include "core/bundle_io.hpp"
 #include "core/host_paths.hpp"
+#include "daemon/schedule.hpp"
+#include "daemon/store/sqlite.hpp"
 #include "daemon/store/store.hpp"
 #include "tests/daemon_process.hpp"
 #include "tests/prometheus_server.hpp"
@@ -172,6 +175,64 @@ TEST_F(DaemonFaultTest, KilledAtEveryPointFinishesWithExactlyThePlannedRepetitio
   EXPECT_EQ(store->rebuild(dir_ / "bundles", skipped), kSteps);
   EXPECT_TRUE(skipped.empty());
   EXPECT_EQ(store->repetition_count(), kSteps * kRepetitions);
+}
+
+// A scheduled campaign (an elapse every 5 s): the first run waits for its elapse; a daemon killed while
+// idle and started again after missing at least two elapses makes them up with one run at once (systemd's
+// Persistent=true), for the latest missed elapse, and then waits for the next one.
+TEST(DaemonSchedule, RunsAtItsElapseAndMakesUpMissedElapsesOnceAfterAKill) {
+  const fs::path dir = fs::temp_directory_path() / ("schedlab-schedule-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto config = dir / "campaign.toml";
+  std::ofstream(config) << "[campaign]\nname = \"every5s\"\nschedule = \"*:*:0/5\"\nstore = \"sqlite://"
+                        << (dir / "store.db").string() << "\"\noutput = \"" << (dir / "bundles").string()
+                        << R"("
+configurations = ["running"]
+counters = false
+settle_timeout_s = 0
+[exporter]
+listen = ""
+[[workload]]
+name = "yield"
+repetitions = 1
+params = { yields = 20000 }
+)";
+  using Clock = std::chrono::system_clock;
+  const auto seconds_since = [](const std::string& stamp, Clock::time_point t) {
+    return std::chrono::duration<double>(parse_utc_timestamp(stamp) - t).count();
+  };
+  const auto first_start = Clock::now();
+  {
+    DaemonProcess d(config, dir / "daemon1.log");
+    ASSERT_TRUE(d.wait_for_log("next run at", 2, 30)) << d.log_text();  // before run 1, and after it
+    d.kill_hard();
+  }
+  const auto killed_at = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(11));  // two elapses or more go by
+  const auto restarted_at = Clock::now();
+  {
+    DaemonProcess d(config, dir / "daemon2.log");
+    ASSERT_TRUE(d.wait_for_log("next run at", 1, 30)) << d.log_text();
+    d.terminate();
+    EXPECT_EQ(d.wait(), 0) << d.log_text();
+  }
+
+  sql::Database db(dir / "store.db");
+  sql::Statement runs(db, "SELECT id, scheduled_for, started_at, status FROM campaign_runs ORDER BY id");
+  std::vector<std::array<std::string, 3>> rows;
+  while (runs.step()) rows.push_back({runs.text(1), runs.text(2), runs.text(3)});
+  ASSERT_EQ(rows.size(), 2u) << "one run at the first elapse, one for the missed ones";
+  for (const auto& [scheduled, started, status] : rows) EXPECT_EQ(status, "finished") << scheduled;
+  // Run 1 served the first elapse after the daemon first saw the campaign, and did not start early.
+  EXPECT_GT(seconds_since(rows[0][0], first_start), 0.0);
+  EXPECT_LE(seconds_since(rows[0][0], first_start), 5.0);
+  EXPECT_GE(seconds_since(rows[0][1], Clock::time_point{}), seconds_since(rows[0][0], Clock::time_point{}));
+  // Run 2 served the latest missed elapse (not the first one missed), and started at once.
+  EXPECT_GT(seconds_since(rows[1][0], killed_at), 5.0) << rows[1][0];
+  EXPECT_LE(seconds_since(rows[1][0], restarted_at), 0.0) << rows[1][0];
+  EXPECT_LT(seconds_since(rows[1][1], restarted_at), 3.0) << rows[1][1];
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 // A real Prometheus server scrapes the daemon every second during a short campaign; the workload's
