@@ -48,7 +48,9 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
     argv.insert(argv.end(), run.begin(), run.end());
     argv.insert(argv.end(), {"--out", attempt_dir.string()});
   } else {
-    argv.insert(argv.end(), {"kernel", "boot", s.configuration, "--out", attempt_dir.string(), "--"});
+    argv.push_back("kernel");
+    if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});
+    argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string(), "--"});
     argv.insert(argv.end(), run.begin(), run.end());
     argv.insert(argv.end(), {"--label", s.configuration});
   }

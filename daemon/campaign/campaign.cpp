@@ -23,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::set<std::string> kCampaignKeys = {
-    "name", "schedule", "store",    "output",  "configurations", "trials",          "order",
-    "seed", "events",   "counters", "profile", "timeout_s",      "settle_timeout_s"};
+    "name", "schedule", "store",    "output",  "configurations", "trials",           "order",
+    "seed", "events",   "counters", "profile", "timeout_s",      "settle_timeout_s", "kernel_cache"};
 const std::set<std::string> kExporterKeys = {"listen", "pushgateway", "configurations_per_host", "host"};
 const std::set<std::string> kWorkloadKeys = {"name", "id", "repetitions", "params"};
 
@@ -296,6 +296,12 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
   c.output = r.required_string(t, p, "output");
   if (!c.output.is_absolute())
     r.fail(*t.get("output"), p + "output", "'" + c.output.string() + "': expected an absolute directory");
+  if (auto v = r.string(t, p, "kernel_cache")) {
+    c.kernel_cache = *v;
+    if (!c.kernel_cache.is_absolute())
+      r.fail(*t.get("kernel_cache"), p + "kernel_cache",
+             "'" + *v + "': expected an absolute directory (`schedlab kernel --cache-dir`)");
+  }
   if (auto configs = r.strings(t, p, "configurations")) {
     if (configs->empty()) r.fail(*t.get("configurations"), p + "configurations", "names no configuration");
     c.configurations.clear();

@@ -38,6 +38,8 @@ struct Campaign {
   std::optional<CalendarSpec> schedule;  // nullopt: "once"
   std::string store_url;                 // "sqlite:///path"
   std::filesystem::path output;          // bundles land under output/
+  std::filesystem::path
+      kernel_cache;  // `schedlab kernel --cache-dir` for recipe configurations; "": its default
   std::vector<std::string> configurations = {"running"};
   int trials = 1;
   CampaignOrder order = CampaignOrder::kInterleaved;
