@@ -312,6 +312,8 @@ TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
   expect_error(with("store", "\"mysql://db\""), 4, "[campaign] store", "expected sqlite:///ABSOLUTE/PATH");
   expect_error(with("store", "\"sqlite://store.db\""), 4, "[campaign] store", "three slashes");
   expect_error(with("output", "\"bundles\""), 5, "[campaign] output", "expected an absolute directory");
+  expect_error(kHeader + "kernel_cache = \"cache\"\n" + w, 6, "[campaign] kernel_cache",
+               "expected an absolute directory");
   expect_error(kHeader + "configurations = [\"running\", \"debian-6.2\"]\n" + w, 6,
                "[campaign] configurations", "unknown kernel recipe 'debian-6.2'");
   expect_error(kHeader + "configurations = [\"running\", \"running\"]\n" + w, 6, "[campaign] configurations",
