@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/process.hpp"
 
@@ -114,6 +115,9 @@ KernelArtifacts fetch_kernel(const Recipe& recipe, const fs::path& cache_dir, st
                 recipe.name + "` to re-pin the recipe, explicitly");
 
   const auto dir = entry_dir(recipe, cache_dir);
+  fs::create_directories(dir.parent_path());
+  const FileLock lock(dir.string() + ".lock", "fetching " + pin.package + " into " + dir.string());
+  if (auto cached = cached_kernel(recipe, cache_dir)) return *cached;  // fetched while we checked the pin
   const auto work = dir.parent_path() / (dir.filename().string() + ".partial");
   fs::remove_all(work);
   fs::create_directories(work / "deb");

@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "core/hash.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/config_check.hpp"
@@ -152,10 +153,16 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
   const auto base = base_kernel(r, recipes_dir, cache, log);
   const std::string hash = recipe_hash(r, text_of(base.config));
   const fs::path dir = cache / "builds" / (r.name + "-" + hash);
+  // Two builds of one recipe in one cache would unpack over, or delete, each other's tree.
+  fs::create_directories(dir.parent_path());
+  const FileLock lock(dir.string() + ".lock", "building " + r.name + " in " + dir.string());
 
   // The source tarball, once per version.
   const fs::path src = cache / "sources" / (r.source.package + "_" + r.source.version);
-  if (!fs::exists(src / "unpacked")) {
+  fs::create_directories(src.parent_path());
+  if (const FileLock src_lock(src.string() + ".lock",
+                              "unpacking " + r.source.package + " into " + src.string());
+      !fs::exists(src / "unpacked")) {
     const auto policy = apt_policy(r.source.package);
     if (std::find(policy.versions.begin(), policy.versions.end(), r.source.version) == policy.versions.end())
       throw Error(r.file.string() + ": [source] version: the archive has no " + r.source.package + " " +

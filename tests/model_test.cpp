@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "core/bundle_io.hpp"
+#include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "core/json_cursor.hpp"
 #include "test_util.hpp"
 
@@ -191,6 +193,24 @@ TEST(Model, WriterRefusesWhatItCouldNotReadBack) {
   b.instances[0].repetitions[0].duration_s = -1;
   EXPECT_THROW(write_bundle(dir.path() / "neg.json", b), BundleError);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "neg.json"));
+}
+
+// Two kernel builds of one recipe once unpacked over each other's tree: the second holder is refused,
+// with what the first is doing and the lock file in the message, until the first lets go.
+TEST(FileLock, ASecondHolderIsRefusedUntilTheFirstLetsGo) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "x.lock";
+  {
+    FileLock first(file, "building debian-6.12-source");
+    try {
+      FileLock second(file, "building debian-6.12-source");
+      ADD_FAILURE() << "two holders at once";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "another schedlab is building debian-6.12-source (it holds " + file.string() + ")");
+    }
+  }
+  EXPECT_NO_THROW(FileLock again(file, "building debian-6.12-source"));
 }
 
 }  // namespace

@@ -34,23 +34,6 @@ void remove_stale_temporaries(const std::filesystem::path& final_dir) {
 
 }  // namespace
 
-CacheLock::CacheLock(const std::filesystem::path& lock_file) {
-  fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw SystemError("open " + lock_file.string(), errno);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd_);
-    if (err == EWOULDBLOCK)
-      throw Error("another kernbench run is using the cache " + lock_file.parent_path().string() +
-                  " (it holds " + lock_file.string() + "); run one at a time or give another --cache-dir");
-    throw SystemError("flock " + lock_file.string(), err);
-  }
-}
-
-CacheLock::~CacheLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing drops the lock
-}
-
 bool publish_directory(const std::filesystem::path& final_dir,
                        const std::function<void(const std::filesystem::path& tmp)>& fill) {
   if (std::filesystem::exists(final_dir)) return false;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "workloads/common/task_setup.hpp"
 #include "workloads/kernbench/build_tree.hpp"
 #include "workloads/kernbench/cache_dir.hpp"
@@ -134,7 +135,8 @@ WorkloadResult KernbenchWorkload::run(const ParamValues& params, const WorkloadC
   const auto o = options_from(params);
   const auto cache_root = ctx.cache_dir / "kernbench";
   std::filesystem::create_directories(cache_root);
-  kernbench::CacheLock lock(cache_root / ".lock");
+  FileLock lock(cache_root / ".lock", "using the kernbench cache " + cache_root.string() +
+                                          "; run one at a time or give another --cache-dir");
 
   // Untimed: generate, extract or configure on first use, then clean.
   const BuildTree tree = kernbench::prepare_tree(o.tree, o.files, cache_root);

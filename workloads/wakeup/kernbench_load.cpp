@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "workloads/kernbench/build_tree.hpp"
 #include "workloads/kernbench/cache_dir.hpp"
 #include "workloads/kernbench/process.hpp"
@@ -21,7 +22,8 @@ KernbenchLoad::KernbenchLoad(const WorkloadContext& ctx) {
   std::filesystem::create_directories(cache_root);
   kernbench::BuildTree tree;
   {
-    kernbench::CacheLock lock(cache_root / ".lock");
+    FileLock lock(cache_root / ".lock", "using the kernbench cache " + cache_root.string() +
+                                            "; run one at a time or give another --cache-dir");
     tree = kernbench::prepare_tree("generated", kernbench::kDefaultFiles, cache_root);
   }
   const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
@@ -35,7 +37,10 @@ KernbenchLoad::KernbenchLoad(const WorkloadContext& ctx) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     try {
-      kernbench::CacheLock lock(cache_root / ".lock");  // no kernbench repetition builds this tree meanwhile
+      FileLock lock(cache_root / ".lock",
+                    "using the kernbench cache " + cache_root.string() +
+                        "; run one at a time or give another --cache-dir");  // no kernbench repetition builds
+                                                                             // this tree meanwhile
       for (;;) {
         kernbench::run_process({clean, false, std::nullopt, 0});
         kernbench::run_process({build, false, std::nullopt, 0});
