@@ -9,14 +9,8 @@
 namespace schedlab {
 namespace {
 
-struct Field {
-  const char* name;      // as shown
-  const char* pointer;   // JSON pointer into the bundle
-  const char* category;  // "configuration": what the diff is about; "environment": what should not differ
-};
-
 // The bundle fields that change what a scheduler measurement means.
-constexpr Field kFields[] = {
+constexpr EnvironmentField kFields[] = {
     {"kernel.release", "/kernel/release", "configuration"},
     {"kernel.version", "/kernel/version", "configuration"},
     {"kernel.build_id", "/kernel/build_id", "configuration"},
@@ -46,15 +40,6 @@ constexpr Field kFields[] = {
     {"compiler", "/provenance/compiler", "environment"},
 };
 
-// The parts of a bundle the fields point into (not the repetitions: those are large).
-nlohmann::json head_of(const Bundle& b) {
-  return {{"host", b.host},
-          {"kernel", b.kernel},
-          {"configuration", b.configuration},
-          {"environment", b.environment},
-          {"provenance", b.provenance}};
-}
-
 std::string as_text(const nlohmann::json& j) {
   if (j.is_string()) return j.get<std::string>();
   if (j.is_null()) return "(unknown)";
@@ -66,7 +51,7 @@ std::string side_value(const Side& side, const nlohmann::json::json_pointer& ptr
                        std::set<std::string>& raw) {
   std::set<std::string> values;
   for (const auto& b : side.bundles) {
-    auto j = head_of(b.bundle);
+    auto j = environment_head(b.bundle);
     values.insert(j.contains(ptr) ? as_text(j.at(ptr)) : "(absent)");
   }
   raw.insert(values.begin(), values.end());
@@ -81,7 +66,7 @@ void narrow_objects(const std::vector<Side>& sides, const nlohmann::json::json_p
   std::vector<nlohmann::json> objects;
   for (const auto& s : sides) {
     if (s.bundles.empty()) return;
-    auto j = head_of(s.bundles.front().bundle);
+    auto j = environment_head(s.bundles.front().bundle);
     if (!j.contains(ptr) || !j.at(ptr).is_object()) return;
     objects.push_back(j.at(ptr));
   }
@@ -103,6 +88,18 @@ void narrow_objects(const std::vector<Side>& sides, const nlohmann::json::json_p
 }
 
 }  // namespace
+
+std::span<const EnvironmentField> environment_fields() {
+  return kFields;
+}
+
+nlohmann::json environment_head(const Bundle& b) {
+  return {{"host", b.host},
+          {"kernel", b.kernel},
+          {"configuration", b.configuration},
+          {"environment", b.environment},
+          {"provenance", b.provenance}};
+}
 
 std::vector<EnvironmentDifference> environment_differences(const std::vector<Side>& sides) {
   std::vector<EnvironmentDifference> out;

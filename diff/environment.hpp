@@ -1,12 +1,26 @@
 #pragma once
 // What differs between the sides besides the configuration under test, and whether they may be
 // compared at all (same hardware).
+#include <span>
 #include <string>
 #include <vector>
 
 #include "diff/diff.hpp"
 
 namespace schedlab {
+
+struct EnvironmentField {
+  const char* name;      // as shown
+  const char* pointer;   // JSON pointer into environment_head()
+  const char* category;  // "configuration": what the diff is about; "environment": what should not differ
+};
+
+// The bundle fields that change what a scheduler measurement means; the diff lists those that differ,
+// the HTML report shows them all.
+std::span<const EnvironmentField> environment_fields();
+
+// The parts of a bundle the fields point into (not the repetitions: those are large).
+nlohmann::json environment_head(const Bundle& b);
 
 std::vector<EnvironmentDifference> environment_differences(const std::vector<Side>& sides);
 
