@@ -12,6 +12,7 @@
 #include "cli/daemon_command.hpp"
 #include "cli/diff_command.hpp"
 #include "cli/kernel_command.hpp"
+#include "cli/report_command.hpp"
 #include "cli/store_command.hpp"
 #include "collector/perf/perf_source.hpp"
 #include "collector/runner/runner.hpp"
@@ -275,6 +276,7 @@ int run_cli(int argc, char** argv) {
                          "Write to FILE instead of standard output; an existing FILE is never replaced");
 
   DiffCommand diff(app);
+  ReportCommand report(app);
   KernelCommand kernel(app);
   StoreCommand store(app);
   DaemonCommand daemon(app);
@@ -294,6 +296,7 @@ int run_cli(int argc, char** argv) {
     if (*workloads) return cmd_workloads();
     if (*events) return cmd_events(all_events);
     if (diff.chosen()) return diff.run();
+    if (report.chosen()) return report.run();
     if (kernel.chosen()) return kernel.run();
     if (store.chosen()) return store.run();
     if (daemon.chosen()) return daemon.run();

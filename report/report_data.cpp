@@ -1,0 +1,29 @@
+// The page's data block: identities, the diff (as `schedlab diff --json` writes it), series, environment.
+#include "core/error.hpp"
+#include "report/report.hpp"
+#include "report/report_parts.hpp"
+
+namespace schedlab {
+
+nlohmann::json report_data(const std::vector<Side>& sides, const DiffOptions& options) {
+  if (sides.empty()) throw InputError("report needs at least one bundle, directory or label");
+  nlohmann::json diff;  // null with one side: nothing to compare with, so no verdicts
+  if (sides.size() >= 2) diff = diff_to_json(build_diff(sides, options));
+  nlohmann::json warnings = nlohmann::json::array();
+  if (sides.size() == 1) {
+    for (const auto& b : sides.front().bundles) {
+      if (b.bundle.smoke) {
+        warnings.push_back(b.path.string() + " is a quick (smoke) run: too few repetitions for verdicts");
+        break;
+      }
+    }
+  }
+  return {{"schema", kReportSchema},
+          {"sides", report::side_identities(sides)},
+          {"warnings", warnings},
+          {"diff", diff},
+          {"environment", report::environment_rows(sides)},
+          {"instances", report::instance_series(sides)}};
+}
+
+}  // namespace schedlab
