@@ -1,0 +1,79 @@
+// Opens a schedlab report in Debian's headless Chromium and prints, as JSON, what the page drew: each
+// chart's kind, series labels and the data its uPlot instance plots, whether its canvas has pixels, the
+// verdict cells, console errors and any request the page made. tests/report_browser_test.cpp compares
+// that with the bundles; this script judges nothing but whether the page could be read at all.
+//   node read-report.mjs REPORT.html SCREENSHOT.png
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { chromium } from "playwright-core";
+
+const [report, screenshot] = process.argv.slice(2);
+if (!report || !screenshot) {
+  console.error("usage: node read-report.mjs REPORT.html SCREENSHOT.png");
+  process.exit(2);
+}
+const executablePath = process.env.SCHEDLAB_CHROMIUM || "/usr/bin/chromium";
+// A fresh profile each time; no background traffic (this box has no network, and the report needs none).
+const profile = mkdtempSync(join(tmpdir(), "schedlab-chromium-"));
+const url = pathToFileURL(resolve(report)).href;
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath,
+  headless: true,
+  viewport: { width: 1280, height: 900 },
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+         "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = context.pages()[0] || (await context.newPage());
+  const consoleErrors = [];
+  const requests = [];
+  page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => consoleErrors.push("pageerror: " + e.message));
+  page.on("request", (r) => { if (r.url() !== url) requests.push(r.url()); });
+  await page.goto(url, { waitUntil: "load" });
+  await page.waitForFunction(() => document.body && document.body.dataset.rendered, null, { timeout: 15000 });
+  const result = await page.evaluate(() => {
+    // A drawn canvas has opaque pixels other than the white background.
+    const inked = (canvas) => {
+      if (!canvas) return 0;
+      const px = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+      let n = 0;
+      for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 0 && (px[i] < 240 || px[i + 1] < 240 || px[i + 2] < 240)) n++;
+      return n;
+    };
+    const charts = (window.schedlabCharts || []).map((c) => {
+      const box = document.getElementById(c.id);
+      const canvas = box ? box.querySelector("canvas") : null;
+      return {
+        id: c.id, kind: c.kind, instance: c.instance, metric: c.metric, side: c.side, labels: c.labels,
+        title: box ? (box.querySelector(".u-title") || {}).textContent || "" : "",
+        series: c.plot.series.map((s) => s.label),
+        axes: c.plot.axes.map((a) => a.label || ""),
+        log_scales: Object.entries(c.plot.scales).filter(([, s]) => s.distr === 3).map(([k]) => k),
+        data: c.plot.data.map((a) => Array.from(a, (v) => (v === undefined ? null : v))),
+        canvas: !!canvas, inked_pixels: inked(canvas),
+      };
+    });
+    const verdicts = [...document.querySelectorAll("table.diff tr[data-metric]")].map((tr) => {
+      const cell = tr.querySelector("td.verdict");
+      return { instance: tr.closest("section").dataset.key, metric: tr.dataset.metric, side: tr.dataset.side,
+               verdict: cell ? cell.dataset.verdict : null };
+    });
+    return {
+      rendered: document.body.dataset.rendered, title: document.title,
+      heading: (document.querySelector("h1") || {}).textContent || "",
+      chart_boxes: document.querySelectorAll("div.chart").length,
+      differing_environment_rows: document.querySelectorAll("table.environment tr.differs").length,
+      injected: window.__schedlabInjected !== undefined, charts, verdicts,
+    };
+  });
+  await page.screenshot({ path: screenshot, fullPage: true });
+  result.console_errors = consoleErrors;
+  result.requests = requests;
+  process.stdout.write(JSON.stringify(result) + "\n");
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
