@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -120,6 +121,31 @@ TEST(Report, OneSideHasValuesAndHistogramsButNoVerdicts) {
   }
   EXPECT_TRUE(saw_wakeup);
   EXPECT_TRUE(saw_yield);
+}
+
+TEST(Report, TheEnvironmentMarksExactlyTheFieldsThatDiffer) {
+  TempDir dir;
+  auto bundle = nlohmann::json::parse(slurp(kYieldWakeup));
+  bundle["configuration"]["sched_tunables"]["sched_rt_runtime_us"] = "900000";  // was "950000"
+  bundle["kernel"]["clocksource"]["current"] = "kvm-clock";                     // was "tsc"
+  auto other = dir.path() / "other.json";
+  spit(other, bundle.dump());
+  auto html = (dir.path() / "env.html").string();
+  auto o = schedlab("report " + kYieldWakeup + " " + other.string() + " -o " + html);
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto data = report_data_of(slurp(html));
+  ASSERT_TRUE(data.is_object());
+  std::map<std::string, nlohmann::json> differing;
+  std::size_t rows = 0;
+  for (const auto& row : data["environment"]) {
+    ++rows;
+    if (row["differs"].get<bool>()) differing[row["field"].get<std::string>()] = row["values"];
+  }
+  EXPECT_GT(rows, 20u) << "every watched field is shown, not only the differing ones";
+  ASSERT_EQ(differing.size(), 2u) << data["environment"].dump(1);
+  EXPECT_EQ(differing["configuration.sched_tunables.sched_rt_runtime_us"],
+            nlohmann::json({"950000", "900000"}));
+  EXPECT_EQ(differing["kernel.clocksource"], nlohmann::json({"tsc", "kvm-clock"}));
 }
 
 TEST(Report, TextFromBundlesCannotBreakOutOfThePage) {
