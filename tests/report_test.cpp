@@ -235,10 +235,10 @@ std::string failed_repetitions(const fs::path& dir) {
 TEST(Report, AFullSuiteDiffStaysUnderTwoMiB) {
   TempDir dir;
   auto o = schedlab(
-      "run --trials 2 --repetitions 2 --seed 3 --settle-timeout 0 --param yield.yields=50000 "
-      "--param yield.duration_s=0.2 --param kernbench.files=2 --param wakeup.duration_s=0.2 "
-      "--param tbench.duration_s=0.2 --param tbench.warmup_s=0.1 --param chat.messages=5 "
-      "--param micro.min_time_s=0.02 --out " +
+      "run --trials 2 --repetitions 2 --seed 3 --settle-timeout 0 --param yield.yields=20000 "
+      "--param yield.duration_s=0.1 --param kernbench.files=1 --param wakeup.duration_s=0.1 "
+      "--param tbench.duration_s=0.1 --param tbench.warmup_s=0.05 --param chat.messages=3 "
+      "--param micro.min_time_s=0.01 --out " +
       (dir.path() / "runs").string());
   ASSERT_EQ(o.code, 0) << o.out << failed_repetitions(dir.path() / "runs");
   std::vector<std::string> trials;

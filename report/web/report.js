@@ -310,6 +310,19 @@
     return rows;
   }
 
+  // kernbench's own report: Elapsed, System, User and CPU as mean (standard deviation) per side, from the
+  // diff's statistics as `schedlab diff` prints them.
+  function kernbenchTable(diffInstance, data) {
+    const columns = [["elapsed_s", "Elapsed"], ["system_s", "System"], ["user_s", "User"], ["cpu_pct", "CPU"]];
+    const byName = new Map(diffInstance.metrics.map((m) => [m.name, m]));
+    const rows = data.diff.sides.map((side, i) => row([side.name, ...columns.map(([name]) => {
+      const m = byName.get(name);
+      const s = !m ? null : i === 0 ? m.base : (m.comparisons.find((c) => c.side === side.name) || {}).stats;
+      return s ? s.mean.toFixed(2) + " (" + (s.cv * s.mean).toFixed(2) + ")" : "-";
+    })]));
+    return table(["kernbench, mean (sd)", ...columns.map((c) => c[1])], rows, "kernbench");
+  }
+
   // Metrics in view; counters (exploratory, never judged) folded away under them.
   function diffTables(diffInstance, data) {
     const level = Math.round(100 * (1 - data.diff.options.alpha));
@@ -325,9 +338,9 @@
     return out;
   }
 
-  function summaryTable(instance) {
+  function summaryRows(metrics) {
     const rows = [];
-    for (const m of instance.metrics) {
+    for (const m of metrics) {
       for (const s of m.sides) {
         const cls = m.kind === "counter" ? "counter" : m.headline ? "headline" : "";
         rows.push(row([m.name + (m.headline ? " *" : ""), s.side, String(s.summary.repetitions),
@@ -336,7 +349,20 @@
                        withUnit(s.summary.max, m.unit)], cls));
       }
     }
-    return table(["metric (* headline)", "side", "n", "median", "mean", "CV", "min", "max"], rows, "summary");
+    return rows;
+  }
+
+  // One side: a summary per metric; counters folded away as in the diff tables.
+  function summaryTables(instance) {
+    const head = ["metric (* headline)", "side", "n", "median", "mean", "CV", "min", "max"];
+    const metrics = instance.metrics.filter((m) => m.kind !== "counter");
+    const counters = instance.metrics.filter((m) => m.kind === "counter");
+    const out = [table(head, summaryRows(metrics), "summary")];
+    if (counters.length > 0) {
+      out.push(el("details", {}, el("summary", {}, counters.length + " counters"),
+                  table(head, summaryRows(counters), "summary counters")));
+    }
+    return out;
   }
 
   function instanceSection(instance, data) {
@@ -346,9 +372,10 @@
                        el("p", { class: "params" }, paramsText(instance.params)));
     if (diffInstance) {
       for (const side of diffInstance.missing_from) section.append(el("p", { class: "note" }, "not in " + side));
+      if (instance.workload === "kernbench") section.append(kernbenchTable(diffInstance, data));
       section.append(...diffTables(diffInstance, data));
     } else {
-      section.append(summaryTable(instance));
+      section.append(...summaryTables(instance));
     }
     const grid = el("div", { class: "charts" });
     section.append(grid);
