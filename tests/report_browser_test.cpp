@@ -39,36 +39,69 @@ const std::string kYieldWakeup = std::string(SCHEDLAB_FIXTURES_DIR) + "/exporter
 
 using Side = std::pair<std::string, std::vector<json>>;  // name, bundles
 
+// The pages the tests look at, written by `schedlab report` and opened in one browser run (a Chromium
+// start costs seconds); each test then reads its page's result.
+struct Page {
+  std::string name, args;
+};
+const std::vector<Page> kPages = {
+    {"report-two-sides", kPerCgroup + " " + kPerTask},
+    {"report-one-side", "HOSTILE"},  // the wakeup fixture under a label that tries to close the script
+    {"report-one-side-profile", kPerTask},
+};
+const std::string kHostileLabel = "</script><script>window.__schedlabInjected=1</script><b>bold</b>";
+
 class ReportBrowser : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(kChromium) || !fs::exists(kBrowserTest / "node_modules/playwright-core")) return;
+    dir_ = new TempDir;
+    hostile_ = json::parse(slurp(kYieldWakeup));
+    hostile_["label"] = kHostileLabel;
+    auto hostile_path = dir_->path() / "hostile-label.json";
+    spit(hostile_path, hostile_.dump());
+    fs::create_directories(SCHEDLAB_ARTIFACT_DIR);
+    std::string node_args;
+    for (const auto& p : kPages) {
+      auto html = dir_->path() / (p.name + ".html");
+      auto args = p.args == "HOSTILE" ? hostile_path.string() : p.args;
+      auto o = schedlab("report " + args + " -o " + html.string());
+      if (o.code != 0) {
+        setup_error_ += "schedlab report " + args + ": " + o.out;
+        return;
+      }
+      node_args += " " + html.string() + " " + (fs::path(SCHEDLAB_ARTIFACT_DIR) / (p.name + ".png")).string();
+    }
+    auto err = dir_->path() / "node.stderr";
+    auto r = sh("{ node " + (kBrowserTest / "read-report.mjs").string() + node_args + " 2>" + err.string() +
+                "; }");
+    try {
+      auto results = json::parse(r.out);
+      for (std::size_t i = 0; i < kPages.size(); ++i) pages_[kPages[i].name] = results.at(i);
+    } catch (const json::exception& e) {
+      setup_error_ += std::string("read-report.mjs (exit ") + std::to_string(r.code) + "): " + e.what() +
+                      "\n" + r.out + slurp(err);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
   void SetUp() override {
     if (!fs::exists(kChromium))
       GTEST_SKIP() << kChromium << " is absent: apt-get install chromium (ci/setup does)";
     ASSERT_TRUE(fs::exists(kBrowserTest / "node_modules/playwright-core"))
         << "playwright-core is not installed: run ci/setup (npm ci in " << kBrowserTest << ")";
+    ASSERT_EQ(setup_error_, "");
   }
 
-  // Writes the report, opens it, returns what the page drew; the screenshot goes to artifacts/NAME.png.
-  json open_report(const std::string& args, const std::string& name) {
-    auto html = dir_.path() / (name + ".html");
-    auto o = schedlab("report " + args + " -o " + html.string());
-    EXPECT_EQ(o.code, 0) << o.out;
-    fs::create_directories(SCHEDLAB_ARTIFACT_DIR);
-    auto png = fs::path(SCHEDLAB_ARTIFACT_DIR) / (name + ".png");
-    auto err = dir_.path() / (name + ".stderr");
-    auto r = sh("{ node " + (kBrowserTest / "read-report.mjs").string() + " " + html.string() + " " +
-                png.string() + " 2>" + err.string() + "; }");
-    EXPECT_EQ(r.code, 0) << r.out << slurp(err);
-    EXPECT_TRUE(fs::exists(png));
-    try {
-      return json::parse(r.out);
-    } catch (const json::exception& e) {
-      ADD_FAILURE() << e.what() << "\n" << r.out << slurp(err);
-      return json::object();
-    }
-  }
+  static const json& page(const std::string& name) { return pages_.at(name); }
 
-  TempDir dir_;
+  static inline TempDir* dir_ = nullptr;
+  static inline json hostile_;
+  static inline std::map<std::string, json> pages_;
+  static inline std::string setup_error_;
 };
 
 // Drawn, and drawn without complaint, and from this file alone.
@@ -255,7 +288,7 @@ std::size_t headline_metrics(const std::vector<json>& bundles) {
 }
 
 TEST_F(ReportBrowser, TwoSidesChartsPlotTheBundlesValuesAndTheTablesTheDiffsVerdicts) {
-  auto page = open_report(kPerCgroup + " " + kPerTask, "report-two-sides");
+  const auto& page = ReportBrowser::page("report-two-sides");
   expect_clean_render(page);
   const std::vector<Side> sides = {{"counters-per-cgroup", bundles_of(kPerCgroup)},
                                    {"counters-per-task", bundles_of(kPerTask)}};
@@ -296,12 +329,9 @@ TEST_F(ReportBrowser, TwoSidesChartsPlotTheBundlesValuesAndTheTablesTheDiffsVerd
 }
 
 TEST_F(ReportBrowser, OneSideDrawsLatencyHistogramsAndPercentilesAndKeepsHostileTextAsText) {
-  auto bundle = json::parse(slurp(kYieldWakeup));
-  const std::string label = "</script><script>window.__schedlabInjected=1</script><b>bold</b>";
-  bundle["label"] = label;
-  auto path = dir_.path() / "hostile-label.json";
-  spit(path, bundle.dump());
-  auto page = open_report(path.string(), "report-one-side");
+  const auto& page = ReportBrowser::page("report-one-side");
+  const auto& bundle = hostile_;
+  const std::string label = kHostileLabel;
   expect_clean_render(page);
   EXPECT_FALSE(page["injected"].get<bool>());
   EXPECT_EQ(page["heading"], "schedlab report: " + label);
@@ -323,6 +353,31 @@ TEST_F(ReportBrowser, OneSideDrawsLatencyHistogramsAndPercentilesAndKeepsHostile
   auto percentiles = charts_of(page, "percentiles");
   ASSERT_EQ(percentiles.size(), 1u);
   expect_percentile_chart(percentiles[0], sides);
+}
+
+// One side has no diffprofile: its own largest symbols, the samples summed over its diagnostic repetitions.
+TEST_F(ReportBrowser, OneSideDrawsItsProfilesTopSymbols) {
+  const auto& page = ReportBrowser::page("report-one-side-profile");
+  expect_clean_render(page);
+  auto bundles = bundles_of(kPerTask);
+  auto charts = charts_of(page, "profile");
+  ASSERT_EQ(charts.size(), 1u);
+  std::map<std::string, double> samples;
+  for (const auto& in : instances_of(bundles, charts[0]["instance"].get<std::string>()))
+    for (const auto& rep : in["diagnostics"])
+      if (rep["status"] == "ok" && rep.contains("profile") && rep["profile"]["status"] == "ok")
+        for (const auto& [s, n] : rep["profile"]["symbols"].items()) samples[s] += n.get<double>();
+  std::vector<double> largest;
+  for (const auto& [s, n] : samples) largest.push_back(n);
+  std::sort(largest.rbegin(), largest.rend());
+  largest.resize(std::min<std::size_t>(largest.size(), 20));
+  const auto& symbols = charts[0]["labels"];
+  const auto& bars = charts[0]["data"][1];
+  ASSERT_EQ(bars.size(), largest.size());
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    EXPECT_EQ(bars[i].get<double>(), samples.at(symbols[i].get<std::string>())) << symbols[i];
+    EXPECT_EQ(bars[i].get<double>(), largest[i]) << "the largest symbols, largest first";
+  }
 }
 
 }  // namespace

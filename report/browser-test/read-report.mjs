@@ -2,31 +2,23 @@
 // chart's kind, series labels and the data its uPlot instance plots, whether its canvas has pixels, the
 // verdict cells, console errors and any request the page made. tests/report_browser_test.cpp compares
 // that with the bundles; this script judges nothing but whether the page could be read at all.
-//   node read-report.mjs REPORT.html SCREENSHOT.png
+//   node read-report.mjs REPORT.html SCREENSHOT.png [REPORT.html SCREENSHOT.png]...
+// One browser opens every page (each in its own page), and prints one JSON array, a result per page.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
-const [report, screenshot] = process.argv.slice(2);
-if (!report || !screenshot) {
-  console.error("usage: node read-report.mjs REPORT.html SCREENSHOT.png");
+const args = process.argv.slice(2);
+if (args.length === 0 || args.length % 2 !== 0) {
+  console.error("usage: node read-report.mjs REPORT.html SCREENSHOT.png [REPORT.html SCREENSHOT.png]...");
   process.exit(2);
 }
 const executablePath = process.env.SCHEDLAB_CHROMIUM || "/usr/bin/chromium";
-// A fresh profile each time; no background traffic (this box has no network, and the report needs none).
-const profile = mkdtempSync(join(tmpdir(), "schedlab-chromium-"));
-const url = pathToFileURL(resolve(report)).href;
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  viewport: { width: 1280, height: 900 },
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-         "--disable-component-update", "--disable-sync"],
-});
-try {
-  const page = context.pages()[0] || (await context.newPage());
+async function readPage(context, report, screenshot) {
+  const url = pathToFileURL(resolve(report)).href;
+  const page = await context.newPage();
   const consoleErrors = [];
   const requests = [];
   page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
@@ -72,7 +64,23 @@ try {
   await page.screenshot({ path: screenshot, fullPage: true });
   result.console_errors = consoleErrors;
   result.requests = requests;
-  process.stdout.write(JSON.stringify(result) + "\n");
+  await page.close();
+  return result;
+}
+
+// A fresh profile each time; no background traffic (this box has no network, and the report needs none).
+const profile = mkdtempSync(join(tmpdir(), "schedlab-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath,
+  headless: true,
+  viewport: { width: 1280, height: 900 },
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+         "--disable-component-update", "--disable-sync"],
+});
+try {
+  const results = [];
+  for (let i = 0; i < args.length; i += 2) results.push(await readPage(context, args[i], args[i + 1]));
+  process.stdout.write(JSON.stringify(results) + "\n");
 } finally {
   await context.close();
   rmSync(profile, { recursive: true, force: true });
