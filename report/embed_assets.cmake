@@ -57,5 +57,6 @@ ${table}  };
 
 }  // namespace schedlab::report
 ")
-file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
+# Unchanged content keeps its timestamp, so nothing recompiles.
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUTPUT}.tmp" "${OUTPUT}")
 file(REMOVE "${OUTPUT}.tmp")
