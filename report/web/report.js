@@ -44,6 +44,15 @@
     return v === null || v === undefined || !Number.isFinite(v) ? "n/a" : (v >= 0 ? "+" : "") + v.toFixed(1) + "%";
   }
 
+  // The diff writes undefined numbers (an infinite MDE, say) as null.
+  function fixed(v, digits) {
+    return v === null || v === undefined || !Number.isFinite(v) ? "n/a" : v.toFixed(digits);
+  }
+
+  function cvText(cv) {
+    return fixed(cv === null ? null : 100 * cv, 1) + "%";
+  }
+
   function pText(p) {
     if (p === null || p === undefined) return "";
     return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
@@ -277,7 +286,11 @@
   function verdictCell(c, headline) {
     if (!headline || c.verdict === null) return el("td", {}, "");
     let text = c.verdict;
-    if (c.verdict === "inconclusive") text += " (MDE " + num(c.mde_pct) + "%)";
+    // As `schedlab diff` prints it (diff/text_report.cpp).
+    if (c.verdict === "inconclusive") text += " (MDE " + fixed(c.mde_pct, 1) + "%)";
+    if (c.verdict === "too few runs") {
+      text += c.test === "mann-whitney/repetitions" ? " (one trial)" : " (min p " + fixed(c.min_p, 3) + ")";
+    }
     const cls = "verdict verdict-" + c.verdict.split(" ")[0];
     const cell = el("td", { class: cls, "data-verdict": c.verdict }, text);
     if (c.verdict_reason) cell.title = c.verdict_reason;
@@ -295,10 +308,10 @@
       const name = m.name + (m.headline ? " *" : "");
       const cls = m.kind === "counter" ? "counter" : m.headline ? "headline" : "";
       rows.push(row([name, baseName, nText(m.base), withUnit(m.base.median, m.unit),
-                     (100 * m.base.cv).toFixed(1) + "%", "", "", "", "", ""], cls));
+                     cvText(m.base.cv), "", "", "", "", ""], cls));
       for (const c of m.comparisons) {
         const tr = row(["", c.side, nText(c.stats), withUnit(c.stats.median, m.unit),
-                        (100 * c.stats.cv).toFixed(1) + "%", pct(c.shift_pct),
+                        cvText(c.stats.cv), pct(c.shift_pct),
                         "[" + pct(c.ci_pct[0]) + ", " + pct(c.ci_pct[1]) + "]",
                         m.headline ? pText(c.p_value) : "", m.headline ? pText(c.p_adjusted) : ""], cls);
         tr.append(verdictCell(c, m.headline));
@@ -318,7 +331,7 @@
     const rows = data.diff.sides.map((side, i) => row([side.name, ...columns.map(([name]) => {
       const m = byName.get(name);
       const s = !m ? null : i === 0 ? m.base : (m.comparisons.find((c) => c.side === side.name) || {}).stats;
-      return s ? s.mean.toFixed(2) + " (" + (s.cv * s.mean).toFixed(2) + ")" : "-";
+      return s ? fixed(s.mean, 2) + " (" + fixed(s.cv * s.mean, 2) + ")" : "-";
     })]));
     return table(["kernbench, mean (sd)", ...columns.map((c) => c[1])], rows, "kernbench");
   }
@@ -345,7 +358,7 @@
         const cls = m.kind === "counter" ? "counter" : m.headline ? "headline" : "";
         rows.push(row([m.name + (m.headline ? " *" : ""), s.side, String(s.summary.repetitions),
                        withUnit(s.summary.median, m.unit), withUnit(s.summary.mean, m.unit),
-                       (100 * s.summary.cv).toFixed(1) + "%", withUnit(s.summary.min, m.unit),
+                       cvText(s.summary.cv), withUnit(s.summary.min, m.unit),
                        withUnit(s.summary.max, m.unit)], cls));
       }
     }
