@@ -1,4 +1,8 @@
 // The page around the data: inlined CSS and scripts, the data as a JSON script element, the title.
+#include <cctype>
+#include <filesystem>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "core/atomic_file.hpp"
