@@ -219,7 +219,8 @@
     addChart(container, {
       kind: spec.kind, instance: spec.instance, side: spec.side, labels: spec.symbols, data: [x, spec.values],
       opts: {
-        title: spec.title, width: CHART_WIDTH, height: CHART_HEIGHT + 120,
+        title: spec.title, width: CHART_WIDTH, height: CHART_HEIGHT + 150,
+        padding: [12, 56, 0, 0], // room on the right for the last rotated symbol
         scales: { x: { time: false, range: [-0.6, x.length - 0.4] } },
         series: [{ label: "symbol", value: (u, v) => (v === null ? "" : spec.symbols[v]) },
                  { label: spec.seriesLabel, stroke: colour(spec.colour), fill: colour(spec.colour) + "99",
