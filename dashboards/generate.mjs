@@ -54,7 +54,7 @@ function datasourceVar() {
            hide: 0, refresh: 1, options: [], skipUrlSync: false };
 }
 function queryVar(name, label, query, { multi = true, includeAll = true } = {}) {
-  return { name, label, type: 'query', datasource: DS, query: { query, refId: `${name}-var` },
+  return { name, label, type: 'query', datasource: DS, query, regex: '',
            definition: query, refresh: 2, sort: 1, multi, includeAll, options: [], hide: 0,
            skipUrlSync: false };
 }
