@@ -212,7 +212,7 @@ void add_instance_series(const Bundle& bundle, const Instance& inst, const std::
   std::map<std::string, int> by_status = {{status::kOk, 0}, {status::kFailed, 0}, {status::kTimeout, 0}};
   double seconds = 0;
   for (const auto& r : inst.repetitions) {
-    ++by_status[r.status];
+    if (!r.warmup) ++by_status[r.status];  // timed ones only, as the headline medians
     seconds += r.duration_s;
   }
   if (inst.warmup) seconds += inst.warmup->duration_s;
