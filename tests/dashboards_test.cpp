@@ -4,7 +4,8 @@
 // dashboards/check/check.mjs validates the dashboards (JSON Schema from @grafana/schema, the datasource
 // lint, units) and runs every PromQL expression against that server, which must return data. Doctored
 // copies prove the checker catches a bogus metric name, a hard-coded datasource uid, a missing unit, an
-// unknown variable and a hardware mark on a metric the exporter does not export.
+// unknown variable, a hardware mark on a metric the exporter does not export, and a family missing from
+// the exporter's catalogue.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -195,6 +196,20 @@ TEST(DashboardsPrometheus, EveryExpressionReturnsDataAndABogusMetricFails) {
                         .string());
   EXPECT_EQ(typo.code, 1) << typo.out;
   EXPECT_NE(typo.out.find("unknown template variable $configuraton"), std::string::npos) << typo.out;
+
+  // A family that has data but that the exporter's catalogue does not document fails too.
+  std::string catalogue = read_file(kSource / "daemon" / "exporter" / "README.md");
+  const std::string row = "| `schedlab_instance_duration_seconds` |";
+  ASSERT_NE(catalogue.find(row), std::string::npos);
+  catalogue.replace(catalogue.find(row), row.size(), "| `schedlab_instance_duration` |");
+  std::ofstream(dir / "catalogue.md") << catalogue;
+  auto undocumented = check(server + " --catalogue " + (dir / "catalogue.md").string() + " " +
+                            (kSource / "dashboards" / "json" / "lab-overview.json").string());
+  EXPECT_EQ(undocumented.code, 1) << undocumented.out;
+  EXPECT_NE(undocumented.out.find("schedlab_instance_duration_seconds is not in the exporter's catalogue"),
+            std::string::npos)
+      << undocumented.out;
+  EXPECT_EQ(undocumented.out.find("no data"), std::string::npos) << undocumented.out;
 
   serve.terminate();
   EXPECT_EQ(serve.wait(), 0) << serve.log_text();

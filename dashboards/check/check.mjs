@@ -11,7 +11,8 @@
 //      at least one sample with a finite value. An empty answer is accepted only for a target marked
 //      "schedlabHardwareCounters": [...], whose every schedlab_* family is in the exporter's catalogue
 //      (--catalogue, daemon/exporter/README.md), and when the bundles (--bundles DIR) say those counters
-//      were unsupported.
+//      were unsupported. Every schedlab_* family named must be in that catalogue (or be a per-workload
+//      schedlab_<workload>_... family of a workload the server knows).
 // With no files given it checks dashboards/json/*.json and that they are what dashboards/generate.mjs writes.
 // Exit 0 when everything passed, 1 when anything failed (each failure printed), 2 on bad usage.
 import { readFileSync, readdirSync, existsSync, mkdirSync, renameSync } from 'node:fs';
@@ -230,6 +231,15 @@ function hardwareUnsupported(events) {
   return evidence;
 }
 
+// A family the exporter's catalogue documents: listed by name, or one of the per-workload families
+// `schedlab_<workload>_...` (headline gauges, latency histograms) of a workload the server knows.
+let workloadNames = null;
+async function documented(family, catalogue) {
+  if (catalogue.has(family.replace(/_(bucket|sum|count)$/, ''))) return true;
+  workloadNames ??= await api('/api/v1/label/workload/values', {}).catch(() => []);
+  return workloadNames.some((w) => family.startsWith(`schedlab_${w}_`));
+}
+
 async function queryChecks(file, d) {
   const values = await variableValues(file, d);
   const catalogue = catalogueFamilies();
@@ -240,6 +250,8 @@ async function queryChecks(file, d) {
       const where = `${file}: panel ${p.id} "${p.title}" target ${t.refId}`;
       stats.targets++;
       const expr = substitute(t.expr, values, where);
+      for (const [f] of expr.matchAll(/\bschedlab_[a-z0-9_]+/g))
+        if (!(await documented(f, catalogue))) fail(where, `${f} is not in the exporter's catalogue (${args.catalogue})`);
       let data;
       try {
         data = await api('/api/v1/query', { query: expr });
