@@ -3,7 +3,7 @@
 // workloads and their exported families, one panel builder per kind of panel, so that three dashboards
 // and ~100 panels do not become copy-pasted JSON. The JSON files are committed (Grafana's file provider
 // reads them as they are); `node dashboards/generate.mjs --check` fails when they differ from what this
-// script writes, and the dashboards test runs that check.
+// script writes, and check/check.mjs (the dashboards tests) makes the same comparison.
 //
 // Metric names are the exporter's (daemon/exporter/README.md). Every panel and target names its
 // datasource as {"type":"prometheus","uid":"${datasource}"}; every panel sets fieldConfig.defaults.unit.
