@@ -196,6 +196,130 @@ TEST(ExporterHttp, KeepsOnlyTheNewestConfigurations) {
   EXPECT_EQ(configurations(), (std::set<std::string>{"c3", "c5", "c6"}));
 }
 
+// The instance series beside the headlines: counters per operation (median of the ok repetitions, from
+// the bundle's own "EVENT/op" readings), repetitions by status, duration and finish time.
+double counter_median(const Instance& inst, const std::string& event) {
+  std::vector<double> v;
+  for (const auto& r : inst.repetitions)
+    if (r.ok() && r.counters.count(event) && r.counters.at(event).ok())
+      v.push_back(r.counters.at(event).value);
+  std::sort(v.begin(), v.end());
+  if (v.empty()) throw std::runtime_error("no ok " + event);
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+TEST(ExporterInstanceSeries, CountersPerOperationStatusAndDuration) {
+  const Bundle b = load_bundle(kBundle);
+  Exporter e(local_settings());
+  e.publish(b, "running");
+  const auto samples = scrape(e);
+  const auto& y = instance(b, "yield.threads=2");
+  const std::map<std::string, std::string> sel = {{"configuration", "running"}, {"instance_id", y.id}};
+  auto cs = find_samples(samples, "schedlab_context_switches_per_operation", sel);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].labels.at("workload"), "yield");
+  EXPECT_DOUBLE_EQ(cs[0].value, counter_median(y, "perf::CONTEXT-SWITCHES/op"));
+  EXPECT_GT(cs[0].value, 1.0);  // 155 switches for 145 yields in the first repetition
+  auto mig = find_samples(samples, "schedlab_cpu_migrations_per_operation", sel);
+  ASSERT_EQ(mig.size(), 1u);
+  EXPECT_DOUBLE_EQ(mig[0].value, counter_median(y, "perf::CPU-MIGRATIONS/op"));
+  auto per_rep = find_samples(samples, "schedlab_context_switches_per_repetition", sel);
+  ASSERT_EQ(per_rep.size(), 1u);
+  EXPECT_DOUBLE_EQ(per_rep[0].value, counter_median(y, "perf::CONTEXT-SWITCHES"));
+
+  // cycles and instructions are unsupported in this bundle (no PMU): no IPC, not a 0.
+  EXPECT_TRUE(find_samples(samples, "schedlab_instructions_per_cycle").empty());
+
+  std::map<std::string, double> by_status;
+  for (const auto& s : find_samples(samples, "schedlab_repetitions", sel))
+    by_status[s.labels.at("status")] = s.value;
+  EXPECT_EQ(by_status, (std::map<std::string, double>{{"ok", 3}, {"failed", 0}, {"timeout", 0}}));
+
+  double seconds = y.warmup ? y.warmup->duration_s : 0;
+  for (const auto& r : y.repetitions) seconds += r.duration_s;
+  auto duration = find_samples(samples, "schedlab_instance_duration_seconds", sel);
+  ASSERT_EQ(duration.size(), 1u);
+  EXPECT_NEAR(duration[0].value, seconds, 1e-9);
+  EXPECT_GT(duration[0].value, 0.9);  // three timed repetitions of about 0.3 s each, and a warm-up
+
+  // "finished_at": "2026-12-01T08:07:32.040Z"; 2026-12-01 is day 20788 since 1970-01-01.
+  ASSERT_EQ(b.finished_at, "2026-12-01T08:07:32.040Z");
+  auto finished = find_samples(samples, "schedlab_instance_finished_timestamp_seconds", sel);
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_NEAR(finished[0].value, 20788.0 * 86400 + 8 * 3600 + 7 * 60 + 32.04, 1e-3);
+  EXPECT_FALSE(utc_seconds("2026-12-01 08:07:32"));
+}
+
+TEST(ExporterInstanceSeries, UnsupportedCounterExportsNothingAndFailuresAreCounted) {
+  Bundle b = load_bundle(kBundle);
+  Exporter e(local_settings());
+  e.publish(b, "running");
+  const std::map<std::string, std::string> sel = {{"configuration", "running"}, {"instance_id", "wakeup"}};
+  ASSERT_EQ(find_samples(scrape(e), "schedlab_context_switches_per_operation", sel).size(), 1u);
+
+  // The newer bundle's wakeup: switches unsupported in every repetition, one repetition failed.
+  for (auto& inst : b.instances) {
+    if (inst.id != "wakeup") continue;
+    for (auto& r : inst.repetitions) {
+      CounterReading unsupported;
+      unsupported.status = status::kUnsupported;
+      unsupported.error_number = 13;
+      r.counters["perf::CONTEXT-SWITCHES"] = unsupported;
+      r.counters.erase("perf::CONTEXT-SWITCHES/op");
+    }
+    inst.repetitions[1].status = status::kFailed;
+  }
+  e.publish(b, "running");
+  const auto samples = scrape(e);
+  EXPECT_TRUE(find_samples(samples, "schedlab_context_switches_per_operation", sel).empty());
+  EXPECT_TRUE(find_samples(samples, "schedlab_context_switches_per_repetition", sel).empty());
+  EXPECT_EQ(find_samples(samples, "schedlab_cpu_migrations_per_operation", sel).size(), 1u);  // still counted
+  // The other instances keep theirs.
+  EXPECT_EQ(find_samples(samples, "schedlab_context_switches_per_operation", {{"workload", "yield"}}).size(),
+            2u);
+  std::map<std::string, double> by_status;
+  for (const auto& s : find_samples(samples, "schedlab_repetitions", sel))
+    by_status[s.labels.at("status")] = s.value;
+  EXPECT_EQ(by_status, (std::map<std::string, double>{{"ok", 2}, {"failed", 1}, {"timeout", 0}}));
+}
+
+TEST(ExporterInstanceSeries, InstructionsPerCycleOnlyFromMatchingOkCounters) {
+  Bundle b = load_bundle(kBundle);
+  auto set = [](Repetition& r, const std::string& event, double value) {
+    CounterReading c;
+    c.value = value;
+    r.counters[event] = c;
+  };
+  auto& reps = b.instances[0].repetitions;
+  ASSERT_EQ(reps.size(), 3u);
+  const double ipc[] = {0.5, 2.0, 1.25};  // (iu + ik) / (cu + ck) per repetition
+  for (std::size_t i = 0; i < 3; ++i) {
+    set(reps[i], "instructions:u", 300 * ipc[i]);
+    set(reps[i], "instructions:k", 100 * ipc[i]);
+    set(reps[i], "cycles:u", 300);
+    set(reps[i], "cycles:k", 100);
+  }
+  auto series = published_series(b);
+  auto find = [&](const PublishedSeries& s, const std::string& id) -> const HeadlineValue* {
+    for (const auto& v : s.headlines)
+      if (v.family == "schedlab_instructions_per_cycle" && v.instance_id == id) return &v;
+    return nullptr;
+  };
+  const auto* v = find(series, b.instances[0].id);
+  ASSERT_NE(v, nullptr);
+  EXPECT_DOUBLE_EQ(v->value, 1.25);
+  EXPECT_EQ(v->repetitions, 3);
+  EXPECT_EQ(find(series, b.instances[1].id), nullptr);  // still unsupported there
+
+  // User-only cycles against user+kernel instructions: no ratio from that repetition.
+  reps[0].counters.erase("cycles:k");
+  const auto fewer = published_series(b);
+  v = find(fewer, b.instances[0].id);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->repetitions, 2);
+  EXPECT_DOUBLE_EQ(v->value, (2.0 + 1.25) / 2);
+}
+
 // A headline metric whose name collides with the latency histogram's family is an Error naming it.
 TEST(ExporterHttp, FamilyNameCollisionIsAnError) {
   Bundle b = load_bundle(kBundle);

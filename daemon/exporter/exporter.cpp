@@ -78,6 +78,15 @@ class HeadlineFamilies {
     owned.insert({&family, &hist});
   }
 
+  // One gauge series, when the configuration's newer bundle no longer has it (a counter now unsupported).
+  void drop(const std::string& configuration, const std::string& family_name, const Labels& labels) {
+    auto it = gauge_families_.find(family_name);
+    if (it == gauge_families_.end() || !it->second->Has(labels)) return;
+    auto& g = it->second->Add(labels);
+    gauges_[configuration].erase({it->second, &g});
+    it->second->Remove(&g);
+  }
+
   void remove(const std::string& configuration) {
     if (auto it = gauges_.find(configuration); it != gauges_.end()) {
       for (auto [family, g] : it->second) family->Remove(g);
@@ -130,13 +139,28 @@ Labels series_labels(const std::string& host, const std::string& configuration, 
   return {
       {"host", host}, {"configuration", configuration}, {"workload", workload}, {"instance_id", instance_id}};
 }
+Labels series_labels(const std::string& host, const std::string& configuration, const HeadlineValue& v) {
+  auto labels = series_labels(host, configuration, v.workload, v.instance_id);
+  labels.insert(v.labels.begin(), v.labels.end());
+  return labels;
+}
+Labels series_labels(const std::string& host, const std::string& configuration, const LatencyBuckets& h) {
+  return series_labels(host, configuration, h.workload, h.instance_id);
+}
 
-// The series a configuration holds, keyed by family and instance: what a push of that configuration sends.
+// Family, instance and any further labels (a status): one series.
+std::pair<std::string, std::string> series_key(const HeadlineValue& v) {
+  std::string id = v.instance_id;
+  for (const auto& [k, value] : v.labels) id += "\x1f" + k + "=" + value;
+  return {v.family, id};
+}
+
+// The series a configuration holds, keyed by series_key: what a push of that configuration sends.
 struct ConfigurationSeries {
   std::map<std::pair<std::string, std::string>, HeadlineValue> headlines;
   std::map<std::pair<std::string, std::string>, LatencyBuckets> histograms;
   void merge(PublishedSeries s) {
-    for (auto& v : s.headlines) headlines[{v.family, v.instance_id}] = std::move(v);
+    for (auto& v : s.headlines) headlines[series_key(v)] = std::move(v);
     for (auto& h : s.histograms) histograms[{h.family, h.instance_id}] = std::move(h);
   }
 };
@@ -150,7 +174,7 @@ std::string render(HeadlineFamilies& families, const std::string& host, const st
     for (auto it = map.begin(); it != map.end();) {
       try {
         const auto& v = it->second;
-        families.set(configuration, series_labels(host, configuration, v.workload, v.instance_id), v);
+        families.set(configuration, series_labels(host, configuration, v), v);
         ++it;
       } catch (const Error& e) {
         errors += (errors.empty() ? "" : "; ") + std::string(e.what());
@@ -325,8 +349,20 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
   ConfigurationSeries fresh;
   fresh.merge(published_series(bundle));
   std::lock_guard lock(impl_->mutex);
-  const auto errors = render(impl_->families, impl_->host, configuration, fresh);
   auto& mine = impl_->series[configuration];
+  // An instance's series are the newest bundle's: one it no longer has goes (no old value stays on show).
+  std::set<std::string> instances;
+  for (const auto& [key, v] : fresh.headlines) instances.insert(v.instance_id);
+  for (auto it = mine.headlines.begin(); it != mine.headlines.end();) {
+    if (instances.count(it->second.instance_id) && !fresh.headlines.count(it->first)) {
+      impl_->families.drop(configuration, it->second.family,
+                           series_labels(impl_->host, configuration, it->second));
+      it = mine.headlines.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const auto errors = render(impl_->families, impl_->host, configuration, fresh);
   for (auto& [key, v] : fresh.headlines) mine.headlines[key] = std::move(v);
   for (auto& [key, h] : fresh.histograms) mine.histograms[key] = std::move(h);
   impl_->published.Add({{"host", impl_->host}, {"configuration", configuration}})

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <map>
 
 #include "core/stats.hpp"
@@ -128,12 +130,143 @@ bool add_histogram(const nlohmann::json& h, LatencyBuckets& out) {
 
 }  // namespace
 
+const std::vector<CounterFamily>& counter_families() {
+  static const std::vector<CounterFamily> table = {
+      {"perf::CONTEXT-SWITCHES/op", "schedlab_context_switches_per_operation",
+       "Context switches of the instance's tasks per workload operation (perf::CONTEXT-SWITCHES / the "
+       "workload's operations metric), median of the ok repetitions"},
+      {"perf::CPU-MIGRATIONS/op", "schedlab_cpu_migrations_per_operation",
+       "CPU migrations of the instance's tasks per workload operation (perf::CPU-MIGRATIONS / the workload's "
+       "operations metric), median of the ok repetitions"},
+      {"perf::CONTEXT-SWITCHES", "schedlab_context_switches_per_repetition",
+       "Context switches of the instance's tasks in one repetition (perf::CONTEXT-SWITCHES), median of the "
+       "ok "
+       "repetitions; for workloads without an operations metric (kernbench: one build)"},
+      {"perf::CPU-MIGRATIONS", "schedlab_cpu_migrations_per_repetition",
+       "CPU migrations of the instance's tasks in one repetition (perf::CPU-MIGRATIONS), median of the ok "
+       "repetitions"},
+  };
+  return table;
+}
+
+std::optional<double> utc_seconds(const std::string& timestamp) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0;
+  double second = 0;
+  char zone = 0;
+  if (std::sscanf(timestamp.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%c", &year, &month, &day, &hour, &minute,
+                  &second, &zone) != 7 ||
+      zone != 'Z')
+    return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  const auto whole = ::timegm(&tm);
+  if (whole == -1) return std::nullopt;
+  return static_cast<double>(whole) + second;
+}
+
+namespace {
+
+// instructions / cycles of one repetition: every "instructions[:MOD]" and "cycles[:MOD]" event must be ok
+// and the modifiers the same on both sides (user+kernel instructions over user-only cycles means nothing).
+std::optional<double> instructions_per_cycle(const Repetition& r) {
+  std::map<std::string, double> instructions, cycles;
+  for (const auto& [event, c] : r.counters) {
+    const auto colon = event.find(':');
+    const std::string name = event.substr(0, colon),
+                      mod = colon == std::string::npos ? "" : event.substr(colon);
+    if (name != "instructions" && name != "cycles") continue;
+    if (!c.ok() || !std::isfinite(c.value)) return std::nullopt;
+    (name == "instructions" ? instructions : cycles)[mod] = c.value;
+  }
+  if (instructions.empty() || instructions.size() != cycles.size()) return std::nullopt;
+  double i = 0, c = 0;
+  for (const auto& [mod, v] : instructions) {
+    auto it = cycles.find(mod);
+    if (it == cycles.end()) return std::nullopt;
+    i += v;
+    c += it->second;
+  }
+  if (!(c > 0)) return std::nullopt;
+  return i / c;
+}
+
+HeadlineValue instance_value(const Instance& inst, std::string family, std::string help, std::string metric,
+                             double value, int repetitions) {
+  HeadlineValue v;
+  v.family = std::move(family);
+  v.help = std::move(help);
+  v.workload = inst.workload;
+  v.instance_id = inst.id;
+  v.metric = std::move(metric);
+  v.value = value;
+  v.repetitions = repetitions;
+  return v;
+}
+
+void add_instance_series(const Bundle& bundle, const Instance& inst, const std::vector<const Repetition*>& ok,
+                         std::vector<HeadlineValue>& out) {
+  std::map<std::string, int> by_status = {{status::kOk, 0}, {status::kFailed, 0}, {status::kTimeout, 0}};
+  double seconds = 0;
+  for (const auto& r : inst.repetitions) {
+    if (!r.warmup) ++by_status[r.status];  // timed ones only, as the headline medians
+    seconds += r.duration_s;
+  }
+  if (inst.warmup) seconds += inst.warmup->duration_s;
+  for (const auto& r : inst.diagnostics) seconds += r.duration_s;
+  for (const auto& [st, n] : by_status) {
+    auto v =
+        instance_value(inst, "schedlab_repetitions",
+                       "Timed repetitions of the instance in the configuration's newest bundle, by status",
+                       "repetitions", n, 0);
+    v.labels["status"] = st;
+    out.push_back(std::move(v));
+  }
+  out.push_back(
+      instance_value(inst, "schedlab_instance_duration_seconds",
+                     "Wall time of the instance's repetitions in the newest bundle (warm-up, timed and "
+                     "diagnostic, whatever their status)",
+                     "duration_s", seconds, 0));
+  if (auto finished = utc_seconds(bundle.finished_at))
+    out.push_back(
+        instance_value(inst, "schedlab_instance_finished_timestamp_seconds",
+                       "When the newest bundle with the instance finished (its finished_at), in seconds "
+                       "since the epoch",
+                       "finished_at", *finished, 0));
+  for (const auto& cf : counter_families()) {
+    std::vector<double> values;
+    for (const auto* r : ok) {
+      auto it = r->counters.find(cf.event);
+      if (it != r->counters.end() && it->second.ok() && std::isfinite(it->second.value))
+        values.push_back(it->second.value);
+    }
+    if (!values.empty())
+      out.push_back(instance_value(inst, cf.family, cf.help, cf.event, median(values),
+                                   static_cast<int>(values.size())));
+  }
+  std::vector<double> ipc;
+  for (const auto* r : ok)
+    if (auto v = instructions_per_cycle(*r)) ipc.push_back(*v);
+  if (!ipc.empty())
+    out.push_back(
+        instance_value(inst, "schedlab_instructions_per_cycle",
+                       "Instructions per cycle of the instance's tasks (instructions / cycles at the same "
+                       "privilege levels), median of the ok repetitions; absent without a hardware PMU",
+                       "instructions/cycles", median(ipc), static_cast<int>(ipc.size())));
+}
+
+}  // namespace
+
 PublishedSeries published_series(const Bundle& bundle) {
   PublishedSeries out;
   for (const auto& inst : bundle.instances) {
     std::vector<const Repetition*> ok;
     for (const auto& r : inst.repetitions)
       if (r.ok() && !r.warmup) ok.push_back(&r);
+    if (!inst.repetitions.empty()) add_instance_series(bundle, inst, ok, out.headlines);
     if (ok.empty()) continue;
     for (const auto& [metric, info] : inst.metric_info) {
       if (!info.headline) continue;
