@@ -30,7 +30,7 @@ class Diff : public ::testing::Test {
     dir_ = new TempDir;
     auto o = schedlab(
         "run --workload yield --param yield.yields=20000 --repetitions 3 --trials 12 --no-counters "
-        "--seed 1 --settle-timeout 1 --out " +
+        "--seed 1 --settle-timeout 0 --out " +
         (dir_->path() / "base").string());
     ASSERT_EQ(o.code, 0) << o.out;
     for (const auto& f : files_in(dir_->path() / "base")) {

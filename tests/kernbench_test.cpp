@@ -279,7 +279,7 @@ double hodges_lehmann_ratio(const std::vector<double>& ratios) {
 // minute), and when it is not within 5% of 1, on 32 (the sample doubles).
 TEST(KernbenchRun, AgreesWithGnuTimeAndTaskClock) {
   constexpr int kFiles = 20;  // about 3 s per build here
-  constexpr int kRunsPerStage = 8;
+  constexpr int kRunsPerStage = 6;
   const int jobs = default_jobs();
   TempDir root;
   const auto copy = root.path() / "copy";

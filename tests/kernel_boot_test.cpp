@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -59,10 +60,26 @@ struct Booted {
   json record;
 };
 
+// Multi-threaded TCG now and then runs a stale translation of kernel text that another vCPU is patching
+// (text_poke_bp): the guest oopses at a half-patched NOP early in boot ("Fatal exception in interrupt",
+// RIP one byte into `66 90`), seen once in a fresh CI run. That is the emulator's, not the kernel's or
+// ours, so a TCG boot that panics is tried once more, and the test says so; a second panic fails it.
+bool tcg_panic(const testing::Outcome& o) {
+  return o.code != 0 && o.out.find("-accel tcg") != std::string::npos &&
+         o.out.find("boot-failed: kernel panic") != std::string::npos;
+}
+
 Booted boot(const std::string& recipe, const fs::path& out, const std::string& label) {
   Booted b;
-  b.outcome = testing::schedlab(kKernel + "boot " + recipe + " --timeout 400 --out " + out.string() + " -- " +
-                                kRunArgs + " --label " + label);
+  const auto command = kKernel + "boot " + recipe + " --timeout 400 --out " + out.string() + " -- " +
+                       kRunArgs + " --label " + label;
+  b.outcome = testing::schedlab(command);
+  if (tcg_panic(b.outcome)) {
+    std::cerr << "note: " << recipe << " panicked under TCG; booting once more. The first console:\n"
+              << b.outcome.out << "\n";
+    fs::remove_all(out);
+    b.outcome = testing::schedlab(command);
+  }
   auto bundles = files_with(out, "2", ".json");  // run ids start with the year
   if (bundles.size() == 1) b.bundle = load(bundles[0]);
   auto records = files_with(out, "boot-" + recipe + "-", ".json");
@@ -204,7 +221,7 @@ TEST(KernelBoot, ACorruptedImageHangsAndHitsTheBootTimeout) {
   std::ofstream(fake / "root/boot" / ("vmlinuz-" + release), std::ios::binary) << image;
 
   auto o = testing::schedlab("kernel --cache-dir " + (dir.path() / "cache").string() +
-                             " boot debian-6.12 --boot-timeout 20 --timeout 120 --out " +
+                             " boot debian-6.12 --boot-timeout 10 --timeout 120 --out " +
                              (dir.path() / "out").string() + " -- run --workload yield");
   EXPECT_EQ(o.code, 1) << o.out;
   EXPECT_NE(o.out.find("boot-failed: "), std::string::npos) << o.out;

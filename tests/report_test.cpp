@@ -234,6 +234,10 @@ std::string failed_repetitions(const fs::path& dir) {
 // The whole quick suite, two real trials with short parameters, one a side: every workload and chart kind
 // present, and the page stays small enough to mail or attach to CI.
 TEST(Report, AFullSuiteDiffStaysUnderTwoMiB) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The page's size does not depend on the build; under ASan the suite's run takes 30 s of CI's budget.
+  GTEST_SKIP() << "a size check: the Release build runs it";
+#endif
   TempDir dir;
   auto o = schedlab(
       "run --trials 2 --repetitions 2 --seed 3 --settle-timeout 0 --param yield.yields=20000 "
