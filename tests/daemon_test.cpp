@@ -181,6 +181,11 @@ TEST_F(DaemonFaultTest, KilledAtEveryPointFinishesWithExactlyThePlannedRepetitio
 // idle and started again after missing at least two elapses makes them up with one run at once (systemd's
 // Persistent=true), for the latest missed elapse, and then waits for the next one.
 TEST(DaemonSchedule, RunsAtItsElapseAndMakesUpMissedElapsesOnceAfterAKill) {
+#if defined(__SANITIZE_ADDRESS__)
+  // 17 s of waiting for elapses; the schedule's arithmetic runs under ASan in calendar_test, and the
+  // daemon's step path in DaemonFaultTest.
+  GTEST_SKIP() << "the Release build runs it";
+#endif
   const fs::path dir = fs::temp_directory_path() / ("schedlab-schedule-test-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
