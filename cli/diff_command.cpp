@@ -14,38 +14,27 @@ DiffCommand::DiffCommand(CLI::App& app) {
   command_ = app.add_subcommand(
       "diff", "Compare a baseline with one or more other sides: statistics, verdicts on headline metrics");
   command_
-      ->add_option("SIDES", sides_,
+      ->add_option("SIDES", comparison_.sides,
                    "BASE OTHER...: each a bundle, a directory of bundles, or a label / configuration-hash "
                    "prefix looked up in --store")
       ->required()
       ->expected(2, -1);
   command_->add_flag("--json", json_, "Machine-readable output (schema schedlab.diff/1, see README)");
-  command_->add_option("--alpha", alpha_, "Significance level after Benjamini-Hochberg")->default_val(0.05);
-  command_->add_option("--min-effect", min_effect_pct_, "Equivalence margin, percent (TOST)")
-      ->default_val(2.0);
+  comparison_.add_to(*command_);
   command_->add_option("--fail-on", fail_on_, "worse: exit 3 when a headline verdict is `worse`")
       ->check(CLI::IsMember({"worse"}));
-  command_->add_flag("--force", force_, "Compare across hardware fingerprints or workload versions");
   command_
       ->add_option("--profile-lines", profile_lines_,
                    "diffprofile: show the N largest increases and N largest decreases (0: all)")
       ->default_val(0);
   command_->add_flag("--profile-all", profile_all_, "diffprofile: also show deltas within Poisson noise");
-  command_->add_option("--store", store_, "Directory of bundles that labels and hashes are looked up in")
-      ->default_val("results");
 }
 
 int DiffCommand::run() const {
-  std::vector<Side> sides;
-  for (const auto& spec : sides_) sides.push_back(load_side(spec, store_));
-  make_names_distinct(sides);
-  DiffOptions options;
-  options.alpha = alpha_;
-  options.min_effect_pct = min_effect_pct_;
-  options.force = force_;
+  DiffOptions options = comparison_.diff_options();
   options.profile.lines = profile_lines_;
   options.profile.all = profile_all_;
-  auto diff = build_diff(sides, options);
+  auto diff = build_diff(comparison_.load_sides(), options);
   if (json_) {
     std::cout << diff_to_json(diff).dump(2) << "\n";
   } else {

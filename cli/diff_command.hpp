@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/comparison_options.hpp"
+
 namespace schedlab {
 
 inline constexpr int kExitRegression = 3;  // diff --fail-on worse found a regression
@@ -17,15 +19,11 @@ class DiffCommand {
 
  private:
   CLI::App* command_;
-  std::vector<std::string> sides_;
+  ComparisonOptions comparison_;
   bool json_ = false;
-  double alpha_ = 0.05;
-  double min_effect_pct_ = 2.0;
   std::string fail_on_;
-  bool force_ = false;
   std::size_t profile_lines_ = 0;
   bool profile_all_ = false;
-  std::string store_ = "results";
 };
 
 }  // namespace schedlab

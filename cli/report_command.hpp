@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/comparison_options.hpp"
+
 namespace schedlab {
 
 class ReportCommand {
@@ -15,12 +17,8 @@ class ReportCommand {
 
  private:
   CLI::App* command_;
-  std::vector<std::string> sides_;
+  ComparisonOptions comparison_;
   std::string out_;
-  double alpha_ = 0.05;
-  double min_effect_pct_ = 2.0;
-  bool force_ = false;
-  std::string store_ = "results";
 };
 
 }  // namespace schedlab

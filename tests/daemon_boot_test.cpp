@@ -16,6 +16,7 @@ namespace schedlab {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::campaign_header;
 using testing::DaemonProcess;
 
 TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
@@ -24,9 +25,7 @@ TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
     if (!fs::exists(tool)) GTEST_SKIP() << tool << " missing (ci/setup installs it)";
   testing::TempDir dir;
   const auto config = dir.path() / "campaign.toml";
-  std::ofstream(config) << "[campaign]\nname = \"kernels\"\nschedule = \"once\"\nstore = \"sqlite://"
-                        << (dir.path() / "store.db").string() << "\"\noutput = \""
-                        << (dir.path() / "bundles").string() << "\"\nkernel_cache = \""
+  std::ofstream(config) << campaign_header("kernels", "once", dir.path()) << "kernel_cache = \""
                         << SCHEDLAB_KERNEL_CACHE << R"("
 configurations = ["debian-6.1", "debian-6.12"]
 counters = false

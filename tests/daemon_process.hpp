@@ -16,13 +16,23 @@
 
 namespace schedlab::testing {
 
+// The [campaign] lines every daemon test starts with: its name and schedule, and a store and an
+// output directory under `dir`. The test appends its own keys and tables.
+inline std::string campaign_header(const std::string& name, const std::string& schedule,
+                                   const std::filesystem::path& dir) {
+  return "[campaign]\nname = \"" + name + "\"\nschedule = \"" + schedule + "\"\nstore = \"sqlite://" +
+         (dir / "store.db").string() + "\"\noutput = \"" + (dir / "bundles").string() + "\"\n";
+}
+
 class DaemonProcess {
  public:
+  // `path`: the daemon's PATH when given (the lab-boot tests put an interlock first in it).
   DaemonProcess(const std::filesystem::path& config, const std::filesystem::path& log,
-                const std::string& pause_at = "")
+                const std::string& pause_at = "", const std::string& path = "")
       : log_(log) {
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
       if (pause_at.empty())
         ::unsetenv("SCHEDLAB_DAEMON_PAUSE");
       else

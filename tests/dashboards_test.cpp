@@ -57,9 +57,8 @@ params = { benchmarks = "pipe:same-cpu", iterations = 2000 }
 )";
 
 std::string campaign(const fs::path& dir, const std::string& schedule, const std::string& listen) {
-  return "[campaign]\nname = \"dashboards\"\nschedule = \"" + schedule + "\"\nstore = \"sqlite://" +
-         (dir / "store.db").string() + "\"\noutput = \"" + (dir / "bundles").string() +
-         "\"\nsettle_timeout_s = 0\ntimeout_s = 60\n[exporter]\nlisten = \"" + listen +
+  return testing::campaign_header("dashboards", schedule, dir) +
+         "settle_timeout_s = 0\ntimeout_s = 60\n[exporter]\nlisten = \"" + listen +
          "\"\nhost = \"ci-host\"\n" + kWorkloadTables;
 }
 

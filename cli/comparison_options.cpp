@@ -1,0 +1,28 @@
+#include "cli/comparison_options.hpp"
+
+namespace schedlab {
+
+void ComparisonOptions::add_to(CLI::App& command) {
+  command.add_option("--alpha", alpha, "Significance level after Benjamini-Hochberg")->default_val(0.05);
+  command.add_option("--min-effect", min_effect_pct, "Equivalence margin, percent (TOST)")->default_val(2.0);
+  command.add_flag("--force", force, "Compare across hardware fingerprints or workload versions");
+  command.add_option("--store", store, "Directory of bundles that labels and hashes are looked up in")
+      ->default_val("results");
+}
+
+std::vector<Side> ComparisonOptions::load_sides() const {
+  std::vector<Side> loaded;
+  for (const auto& spec : sides) loaded.push_back(load_side(spec, store));
+  make_names_distinct(loaded);
+  return loaded;
+}
+
+DiffOptions ComparisonOptions::diff_options() const {
+  DiffOptions options;
+  options.alpha = alpha;
+  options.min_effect_pct = min_effect_pct;
+  options.force = force;
+  return options;
+}
+
+}  // namespace schedlab
