@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 
 #include "collector/runner/interrupt.hpp"
+#include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/exporter/exporter.hpp"
+#include "daemon/lab_boot.hpp"
 #include "daemon/schedule.hpp"
 #include "daemon/step_process.hpp"
 #include "daemon/store/store.hpp"
@@ -24,6 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kStopGraceSeconds = 3.0;  // SIGTERM to the step, then SIGKILL: within systemd's 5 s
+// After a lab step staged its boot, the shutdown (systemctl kexec, reboot) stops the daemon within
+// seconds; when it has not come in this long, the step fails instead of waiting for ever.
+constexpr double kRebootWaitSeconds = 600;
 
 std::string directory_name(const std::string& key) {
   std::string out;
@@ -50,7 +55,10 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
   } else {
     argv.push_back("kernel");
     if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});
-    argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string(), "--"});
+    argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string()});
+    if (c.boot != "qemu")
+      argv.insert(argv.end(), {"--backend", c.boot, "--state-file", (attempt_dir / kBootStateFile).string()});
+    argv.push_back("--");
     argv.insert(argv.end(), run.begin(), run.end());
     argv.insert(argv.end(), {"--label", s.configuration});
   }
@@ -184,8 +192,24 @@ class Daemon {
     auto records = store_->steps(run.id);
     for (const auto& step : plan) {
       auto record = records.find(step.key);
-      if (record != records.end() && record->second.status == StepStatus::kRunning)
+      if (record == records.end() || record->second.status != StepStatus::kRunning) continue;
+      if (campaign_.boot == "qemu") {
         discard(run, record->second, "the daemon ended during this step");
+        continue;
+      }
+      const auto staged = staged_boot(record->second.attempt_dir, current_boot_id());
+      if (staged == StagedBoot::kRebooted) {
+        if (!resume_step(run, step, record->second, plan.size())) return false;
+      } else if (staged == StagedBoot::kWentDown) {
+        fail_step(
+            run, step.key,
+            fmt::format("the machine went down while the suite ran in {} (resumed in boot {}, now boot {})",
+                        step.configuration,
+                        trim(read_text(fs::path(record->second.attempt_dir) / kResumeMarker).value_or("")),
+                        current_boot_id()));
+      } else {
+        discard(run, record->second, "the daemon ended during this step: " + to_string(staged));
+      }
     }
     records = store_->steps(run.id);
     for (const auto& step : plan) {
@@ -229,23 +253,80 @@ class Daemon {
       exporter_->count_started();
     }
     log_.info(fmt::format("step {}/{} {} (attempt {})", step.index + 1, total, step.key, attempt));
+    if (options_.pause_at == "step-start") pause("step-start");
     const auto argv = step_argv(campaign_, step, options_.schedlab_binary, attempt_dir);
     const auto exit = process_.run(
         argv, attempt_dir / "step.log", [this] { return stopping(); }, kStopGraceSeconds);
+    const bool staged = campaign_.boot != "qemu" && fs::exists(attempt_dir / kBootStateFile);
+    if (staged && (exit.stopped || exit.exit_code == 0)) return await_reboot(run, step, attempt_dir);
     if (exit.stopped) {
       discard(run, {step.key, step.index, StepStatus::kRunning, attempt, attempt_dir.string(), "", ""},
               "the daemon was stopped");
       return false;
     }
+    // A staging that failed after writing its state (kexec -l refused the kernel, say): no reboot
+    // comes, and nothing may resume it later.
+    if (staged) fs::remove(attempt_dir / kBootStateFile);
+    return record_outcome(run, step, attempt_dir, exit, "step.log");
+  }
+
+  // The step staged a boot into its kernel, and the machine is going down: the step stays running in
+  // the store, to be resumed in that kernel by the daemon the unit starts after the reboot.
+  bool await_reboot(const CampaignRun& run, const CampaignStep& step, const fs::path& attempt_dir) {
+    set_state(DaemonState::kBooting);
+    log_.info(fmt::format("step {}: staged a {} boot into {}; waiting for the machine to go down", step.key,
+                          campaign_.boot, step.configuration));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kRebootWaitSeconds);
+    while (!stopping() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (stopping()) return false;
+    fs::remove(attempt_dir / kBootStateFile);
+    fail_step(run, step.key,
+              fmt::format("staged a {} boot into {}, but the machine did not go down within {:g} s",
+                          campaign_.boot, step.configuration, kRebootWaitSeconds));
+    return true;
+  }
+
+  // In the kernel the step staged: `schedlab kernel resume` runs the suite if the expected kernel is
+  // the one running, or records boot-failed (grub fell back to the default entry, say).
+  bool resume_step(const CampaignRun& run, const CampaignStep& step, const StepRecord& record,
+                   std::size_t total) {
+    const fs::path attempt_dir = record.attempt_dir;
+    set_state(DaemonState::kRunning);
+    if (exporter_) exporter_->set_current_step(step.key, step.index, static_cast<int>(total));
+    log_.info(fmt::format("step {}/{} {} resumes after its reboot (attempt {}, kernel {})", step.index + 1,
+                          total, step.key, record.attempts,
+                          trim(read_text("/proc/sys/kernel/osrelease").value_or("?"))));
+    // Written first: a daemon killed during the resume must not resume it twice (see StagedBoot).
+    write_file_atomic(attempt_dir / kResumeMarker, current_boot_id() + "\n", /*replace=*/true);
+    const std::vector<std::string> argv{options_.schedlab_binary.string(), "kernel", "resume", "--state-file",
+                                        (attempt_dir / kBootStateFile).string()};
+    const auto exit = process_.run(
+        argv, attempt_dir / "resume.log", [this] { return stopping(); }, kStopGraceSeconds);
+    if (exit.stopped) {
+      discard(run, record, "the daemon was stopped during the resumed step");
+      return false;
+    }
+    return record_outcome(run, step, attempt_dir, exit, "resume.log");
+  }
+
+  void fail_step(const CampaignRun& run, const std::string& key, const std::string& why) {
+    store_->end_step(run.id, key, StepStatus::kFailed, std::nullopt, nullptr, why);
+    ++failed_steps_;
+    if (exporter_) exporter_->count_failed();
+    log_.error("step " + key + " failed: " + why);
+  }
+
+  // Indexes the step's bundle, or records the step failed with the end of its log as the reason.
+  bool record_outcome(const CampaignRun& run, const CampaignStep& step, const fs::path& attempt_dir,
+                      const StepExit& exit, const std::string& log_name) {
     auto bundle_path = find_bundle(attempt_dir);
     if (!bundle_path) {
-      const auto why = fmt::format("no bundle (exit {}{}): {}", exit.exit_code,
-                                   exit.signal ? fmt::format(", signal {}", exit.signal) : "",
-                                   kernels::last_lines(read_text(attempt_dir / "step.log").value_or(""), 3));
-      store_->end_step(run.id, step.key, StepStatus::kFailed, std::nullopt, nullptr, why);
-      ++failed_steps_;
-      if (exporter_) exporter_->count_failed();
-      log_.error("step " + step.key + " failed: " + why);
+      fail_step(run, step.key,
+                fmt::format("no bundle (exit {}{}): {}", exit.exit_code,
+                            exit.signal ? fmt::format(", signal {}", exit.signal) : "",
+                            kernels::last_lines(read_text(attempt_dir / log_name).value_or(""), 3)));
       return true;
     }
     const auto bundle = load_bundle(*bundle_path);

@@ -15,7 +15,8 @@ struct DaemonOptions {
   LogLevel log_level = LogLevel::kInfo;
   std::filesystem::path schedlab_binary = "/proc/self/exe";  // what runs each step
   // Test seam for the fault test: "store-write" (inside a step's store transaction, before its
-  // commit) or "between-steps"; the daemon logs "paused at POINT" and waits there to be killed.
+  // commit), "between-steps" or "step-start" (a step begun in the store, its process not started); the
+  // daemon logs "paused at POINT" and waits there to be killed.
   std::string pause_at;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <fstream>
 #include <ostream>
 #include <regex>
 #include <sstream>
@@ -41,6 +42,8 @@ json state_json(const BootRequest& r, const std::string& backend, const LabEnvir
           {"kernel",
            {{"package", r.kernel.package}, {"version", r.kernel.version}, {"release", r.kernel.release}}},
           {"run_args", r.run_args},
+          {"sched_features", r.recipe.sched_features},
+          {"sched_tunables", r.recipe.sched_tunables},
           {"out_dir", fs::absolute(r.out_dir).string()},
           {"schedlab", r.schedlab_binary.string()},
           {"staged_at", now_utc()},
@@ -135,6 +138,30 @@ class GrubBackend : public BootBackend {
   LabEnvironment env_;
 };
 
+// A variant recipe's scheduler features and tunables, written where the qemu guest's init writes
+// them, before the suite runs. Returns what was refused ("" when all were taken).
+std::string apply_sched_settings(const json& state, const LabEnvironment& env) {
+  const fs::path dir = env.paths.sys / "kernel/debug/sched";
+  auto write = [](const fs::path& file, const std::string& value) {
+    std::ofstream out(file, std::ios::app);
+    out << value << "\n" << std::flush;
+    return static_cast<bool>(out);
+  };
+  const auto features = state.find("sched_features");
+  if (features != state.end() && features->is_array())
+    for (const auto& f : *features)
+      if (!fs::exists(dir / "features") || !write(dir / "features", f.get<std::string>()))
+        return "sched feature " + f.get<std::string>() + ": not accepted by " + (dir / "features").string() +
+               " (is debugfs mounted?)";
+  const auto tunables = state.find("sched_tunables");
+  if (tunables != state.end() && tunables->is_object())
+    for (const auto& [name, value] : tunables->items())
+      if (!fs::exists(dir / name) || !write(dir / name, value.get<std::string>()))
+        return "sched tunable " + name + "=" + value.get<std::string>() + ": cannot write " +
+               (dir / name).string();
+  return "";
+}
+
 }  // namespace
 
 std::string kexec_cmdline(const std::string& running, const Recipe& recipe, const std::string& append) {
@@ -209,6 +236,9 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
     o.status = "boot-failed";
     o.reason = "running " + running + ", expected " + expected + ": the kernel did not come up (" +
                state.value("backend", "?") + " fell back to the default entry)";
+  } else if (auto refused = apply_sched_settings(state, env); !refused.empty()) {
+    o.status = "failed";
+    o.reason = refused;
   } else {
     std::vector<std::string> argv{state.value("schedlab", "schedlab")};
     for (const auto& a : state["run_args"]) argv.push_back(a.get<std::string>());
@@ -219,13 +249,19 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
     if (rc != 0) o.reason = "schedlab run exited with status " + std::to_string(rc);
   }
   fs::create_directories(out_dir);
-  json rec = {{"schema", "schedlab.boot/1"}, {"backend", state.value("backend", "")},
-              {"status", o.status},          {"reason", o.reason.empty() ? json(nullptr) : json(o.reason)},
-              {"recipe", state["recipe"]},   {"kernel", state["kernel"]},
-              {"running_release", running},  {"staged_at", state["staged_at"]},
-              {"resumed_at", now_utc()},     {"run_args", state["run_args"]}};
   // One record per staging: its time and the boot that ran it name the file.
   std::string staged = state.value("staged_at", "");
+  const json& staged_state = state;  // reads only: operator[] on a const json inserts no nulls
+  json rec = {{"schema", "schedlab.boot/1"},
+              {"backend", state.value("backend", "")},
+              {"status", o.status},
+              {"reason", o.reason.empty() ? json(nullptr) : json(o.reason)},
+              {"recipe", staged_state.value("recipe", json())},
+              {"kernel", staged_state.value("kernel", json())},
+              {"running_release", running},
+              {"staged_at", staged},
+              {"resumed_at", now_utc()},
+              {"run_args", staged_state.value("run_args", json())}};
   staged.erase(std::remove_if(staged.begin(), staged.end(), [](char c) { return c == ':' || c == '-'; }),
                staged.end());
   o.record = out_dir / ("boot-" + state["recipe"].value("name", "unknown") + "-" + staged + "-" +

@@ -98,7 +98,7 @@ TEST(Campaign, NightlyExampleLoadsEveryKey) {
   const auto plan = expand_plan(c);
   // (2 yield sweeps + 1 contended + 2 kernbench sweeps + 1 wakeup) x 2 configurations x 3 trials.
   EXPECT_EQ(plan.size(), 6u * 2 * 3);
-  EXPECT_EQ(plan_totals(plan).boots, 6);
+  EXPECT_EQ(plan_totals(plan).boots, 36);  // every step boots its kernel
 }
 
 TEST(Campaign, ValuesOfEveryTomlTypeBecomeParamText) {
@@ -267,7 +267,8 @@ TEST(CampaignErrors, TomlSyntaxNamesFileAndLine) {
 
 TEST(CampaignErrors, UnknownKeysAnywhere) {
   const std::string w = "[[workload]]\nname = \"yield\"\n";
-  expect_error(kHeader + "trails = 3\n" + w, 6, "[campaign] trails", "unknown key (known: configurations, ");
+  expect_error(kHeader + "trails = 3\n" + w, 6, "[campaign] trails",
+               "unknown key (known: boot, configurations, ");
   expect_error(kHeader + w + "[exporterr]\nlisten = \"\"\n", 8, "exporterr",
                "unknown key (known: campaign, exporter, workload)");
   expect_error(kHeader + "[exporter]\nlisen = \"127.0.0.1:1\"\n" + w, 7, "[exporter] lisen", "unknown key");
@@ -320,6 +321,22 @@ TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
                "'running' is listed twice");
   expect_error(kHeader + "configurations = []\n" + w, 6, "[campaign] configurations",
                "names no configuration");
+}
+
+TEST(CampaignErrors, LabBoots) {
+  const std::string w = "[[workload]]\nname = \"yield\"\n";
+  expect_error(kHeader + "boot = \"pxe\"\n" + w, 6, "[campaign] boot",
+               "'pxe': expected \"qemu\", \"kexec\" or \"grub\"");
+  expect_error(kHeader + "boot = \"kexec\"\nconfigurations = [\"debian-6.12-yield-tail\"]\n" + w, 7,
+               "[campaign] configurations", "'debian-6.12-yield-tail' is a source recipe; boot = \"kexec\"");
+  expect_error(kHeader + "boot = \"grub\"\nconfigurations = [\"running\", \"debian-6.1\"]\n" + w, 7,
+               "[campaign] configurations", "'running' cannot be mixed with recipes when boot = \"grub\"");
+  // Under qemu the host and guests mix freely, and a lab box may run the running kernel alone.
+  CampaignFile qemu(kHeader + "configurations = [\"running\", \"debian-6.12-yield-tail\"]\n" + w);
+  EXPECT_EQ(qemu.load().boot, "qemu");
+  CampaignFile lab(kHeader +
+                   "boot = \"kexec\"\nconfigurations = [\"debian-6.1-no-gentle\", \"debian-6.12\"]\n" + w);
+  EXPECT_EQ(lab.load().boot, "kexec");
 }
 
 TEST(CampaignErrors, Exporter) {
@@ -397,7 +414,7 @@ TEST(CampaignCheck, PrintsThePlanThroughTheBinary) {
   EXPECT_EQ(nightly.code, 0) << nightly.out;
   EXPECT_NE(nightly.out.find("schedule: *-*-* 02:00:00; next run "), std::string::npos) << nightly.out;
   EXPECT_NE(nightly.out.find("total: 36 steps"), std::string::npos) << nightly.out;
-  EXPECT_NE(nightly.out.find("6 boots"), std::string::npos) << nightly.out;
+  EXPECT_NE(nightly.out.find("36 boots"), std::string::npos) << nightly.out;
 }
 
 TEST(CampaignCheck, BadFileIsExitTwoWithFileLineKey) {

@@ -22,6 +22,7 @@ namespace schedlab {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::campaign_header;
 using testing::DaemonProcess;
 
 constexpr int kSteps = 6;  // 2 trials x (yield-a + yield-b's two sweep values)
@@ -33,14 +34,8 @@ class DaemonFaultTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("schedlab-daemon-test-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "campaign.toml") << R"([campaign]
-name = "fault"
-schedule = "once"
-store = "sqlite://)" << (dir_ / "store.db").string()
-                                          << R"("
-output = ")" << (dir_ / "bundles").string()
-                                          << R"("
-configurations = ["running"]
+    std::ofstream(dir_ / "campaign.toml")
+        << campaign_header("fault", "once", dir_) << R"(configurations = ["running"]
 trials = 2
 order = "interleaved"
 seed = 7
@@ -190,10 +185,7 @@ TEST(DaemonSchedule, RunsAtItsElapseAndMakesUpMissedElapsesOnceAfterAKill) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const auto config = dir / "campaign.toml";
-  std::ofstream(config) << "[campaign]\nname = \"every5s\"\nschedule = \"*:*:0/5\"\nstore = \"sqlite://"
-                        << (dir / "store.db").string() << "\"\noutput = \"" << (dir / "bundles").string()
-                        << R"("
-configurations = ["running"]
+  std::ofstream(config) << campaign_header("every5s", "*:*:0/5", dir) << R"(configurations = ["running"]
 counters = false
 settle_timeout_s = 0
 [exporter]
@@ -249,9 +241,8 @@ TEST(DaemonPrometheus, ARealServerScrapesTheWorkloadSeriesDuringACampaign) {
   fs::create_directories(dir);
   const int port = testing::free_port();
   std::ofstream(dir / "campaign.toml")
-      << "[campaign]\nname = \"scraped\"\nschedule = \"once\"\nstore = \"sqlite://"
-      << (dir / "store.db").string() << "\"\noutput = \"" << (dir / "bundles").string()
-      << "\"\ncounters = false\nsettle_timeout_s = 0\n[exporter]\nlisten = \"127.0.0.1:" << port
+      << campaign_header("scraped", "once", dir)
+      << "counters = false\nsettle_timeout_s = 0\n[exporter]\nlisten = \"127.0.0.1:" << port
       << "\"\nhost = \"ci-host\"\n[[workload]]\nname = \"yield\"\nrepetitions = "
          "3\nparams = { yields = [20000, 40000] }\n";
   testing::PrometheusServer prom({"127.0.0.1:" + std::to_string(port)});

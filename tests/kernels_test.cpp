@@ -313,6 +313,46 @@ TEST(LabBackends, ResumeRunsTheSuiteInTheExpectedKernelOrRecordsBootFailed) {
             std::string::npos);
 }
 
+TEST(LabBackends, ResumeSetsAVariantsSchedFeaturesBeforeTheSuiteAndRefusesWhatTheKernelLacks) {
+  TempDir dir;
+  LabEnvironment env{HostPaths::under(dir.path()), dir.path() / "etc", dir.path() / "run"};
+  write(dir.path() / "proc/sys/kernel/random/boot_id", "new-boot\n");
+  write(dir.path() / "proc/sys/kernel/osrelease", "6.1.0-50-amd64\n");
+  const auto sched = dir.path() / "sys/kernel/debug/sched";
+  write(sched / "features", "");
+  const auto state = dir.path() / "state.json";
+  int stagings = 0;
+  auto stage = [&](const nlohmann::json& tunables) {
+    write(state, nlohmann::json{{"schema", "schedlab.boot-state/1"},
+                                {"staged_at", "2026-12-01T02:00:0" + std::to_string(++stagings) + "Z"},
+                                {"backend", "kexec"},
+                                {"recipe", {{"name", "debian-6.1-no-gentle"}}},
+                                {"kernel", {{"release", "6.1.0-50-amd64"}}},
+                                {"run_args", {"run"}},
+                                {"out_dir", (dir.path() / "out").string()},
+                                {"sched_features", {"NO_GENTLE_FAIR_SLEEPERS"}},
+                                {"sched_tunables", tunables},
+                                {"boot_id_before", "old-boot"}}
+                     .dump());
+  };
+  stage(nlohmann::json::object());
+  std::string features_at_run;
+  auto o = resume_boot(state, env, [&](const std::vector<std::string>&) {
+    features_at_run = read_text(sched / "features").value_or("");
+    return 0;
+  });
+  EXPECT_EQ(o.status, "ok") << o.reason;
+  EXPECT_EQ(features_at_run, "NO_GENTLE_FAIR_SLEEPERS\n");
+
+  stage({{"base_slice_ns", "1500000"}});  // 6.1 has no base_slice_ns
+  int runs = 0;
+  o = resume_boot(state, env, [&](const std::vector<std::string>&) { return ++runs, 0; });
+  EXPECT_EQ(o.status, "failed");
+  EXPECT_NE(o.reason.find("sched tunable base_slice_ns=1500000: cannot write"), std::string::npos)
+      << o.reason;
+  EXPECT_EQ(runs, 0);
+}
+
 TEST(Topology, ParsesSocketsCoresThreads) {
   auto t = parse_topology("sockets=2,cores=2,threads=2");
   EXPECT_EQ(t.cpus(), 8);

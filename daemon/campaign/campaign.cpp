@@ -23,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::set<std::string> kCampaignKeys = {
-    "name", "schedule", "store",    "output",  "configurations", "trials",           "order",
-    "seed", "events",   "counters", "profile", "timeout_s",      "settle_timeout_s", "kernel_cache"};
+    "name",   "schedule", "store",   "output",    "configurations",   "trials",       "order", "seed",
+    "events", "counters", "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "boot"};
 const std::set<std::string> kExporterKeys = {"listen", "pushgateway", "configurations_per_host", "host"};
 const std::set<std::string> kWorkloadKeys = {"name", "id", "repetitions", "params"};
 
@@ -302,6 +302,11 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
       r.fail(*t.get("kernel_cache"), p + "kernel_cache",
              "'" + *v + "': expected an absolute directory (`schedlab kernel --cache-dir`)");
   }
+  if (auto v = r.string(t, p, "boot")) {
+    if (*v != "qemu" && *v != "kexec" && *v != "grub")
+      r.fail(*t.get("boot"), p + "boot", "'" + *v + "': expected \"qemu\", \"kexec\" or \"grub\"");
+    c.boot = *v;
+  }
   if (auto configs = r.strings(t, p, "configurations")) {
     if (configs->empty()) r.fail(*t.get("configurations"), p + "configurations", "names no configuration");
     c.configurations.clear();
@@ -309,14 +314,23 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
     for (const auto& [name, node] : *configs) {
       if (!seen.insert(name).second) r.fail(*node, p + "configurations", "'" + name + "' is listed twice");
       if (name != "running") {
+        kernels::Recipe recipe;
         try {
-          kernels::load_recipe(recipes_dir, name);
+          recipe = kernels::load_recipe(recipes_dir, name);
         } catch (const InputError& e) {
           r.fail(*node, p + "configurations", e.what());
         }
+        if (c.boot != "qemu" && recipe.kind == kernels::SourceKind::kSource)
+          r.fail(*node, p + "configurations",
+                 "'" + name + "' is a source recipe; boot = \"" + c.boot +
+                     "\" boots package recipes (install the built kernel as a package first)");
       }
       c.configurations.push_back(name);
     }
+    if (c.boot != "qemu" && c.configurations.size() > 1 && seen.count("running"))
+      r.fail(*t.get("configurations"), p + "configurations",
+             "'running' cannot be mixed with recipes when boot = \"" + c.boot +
+                 "\": after the first reboot the running kernel is a recipe's");
   }
   if (auto v = r.integer(t, p, "trials", 1)) c.trials = static_cast<int>(*v);
   if (auto v = r.string(t, p, "order")) {
@@ -441,13 +455,12 @@ std::vector<CampaignStep> expand_plan(const Campaign& c) {
 
 PlanTotals plan_totals(const std::vector<CampaignStep>& plan) {
   PlanTotals t;
-  std::set<std::pair<int, std::string>> boots;
   for (const auto& s : plan) {
     ++t.steps;
     t.repetitions += s.repetitions;
-    if (s.configuration != "running") boots.emplace(s.trial, s.configuration);
+    // Each step boots its own kernel: a fresh guest under qemu, a reboot of the box under kexec/grub.
+    if (s.configuration != "running") ++t.boots;
   }
-  t.boots = static_cast<int>(boots.size());
   return t;
 }
 

@@ -40,6 +40,10 @@ struct Campaign {
   std::filesystem::path output;          // bundles land under output/
   std::filesystem::path
       kernel_cache;  // `schedlab kernel --cache-dir` for recipe configurations; "": its default
+  // How a recipe configuration is booted: "qemu" (a guest per step, the suite inside it), or on a lab
+  // box "kexec" / "grub" (the machine itself reboots into the recipe's kernel for each step, and the
+  // daemon, started again by its unit, resumes the step in that kernel).
+  std::string boot = "qemu";
   std::vector<std::string> configurations = {"running"};
   int trials = 1;
   CampaignOrder order = CampaignOrder::kInterleaved;
@@ -88,7 +92,7 @@ std::vector<CampaignStep> expand_plan(const Campaign& c);
 struct PlanTotals {
   int steps = 0;
   int repetitions = 0;  // timed ones, without the warm-ups
-  int boots = 0;        // (configuration, trial) pairs that boot a kernel: every one but "running"
+  int boots = 0;        // steps that boot a kernel: every one but "running"
 };
 PlanTotals plan_totals(const std::vector<CampaignStep>& plan);
 

@@ -40,8 +40,9 @@ std::string format_campaign_check(const Campaign& c, const std::vector<CampaignS
   out += fmt::format("store {}, bundles under {}\n", c.store_url, c.output.string());
   std::string configs;
   for (const auto& conf : c.configurations) configs += (configs.empty() ? "" : ", ") + conf;
-  out += fmt::format("configurations {}; {} trial(s), {} order, seed {}\n", configs, c.trials,
-                     c.order == CampaignOrder::kInterleaved ? "interleaved" : "blocked", c.seed);
+  out += fmt::format("configurations {}; {} trial(s), {} order, seed {}; recipes boot by {}\n", configs,
+                     c.trials, c.order == CampaignOrder::kInterleaved ? "interleaved" : "blocked", c.seed,
+                     c.boot);
   std::string events;
   for (const auto& e : c.events) events += (events.empty() ? "" : ", ") + e;
   out += fmt::format("counters {}, profile {}, timeout {} s per repetition\n",
