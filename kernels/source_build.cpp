@@ -190,12 +190,16 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
 
   const fs::path tree_parent = dir / "tree";
   fs::path tree;
+  // How this build began, recorded beside its time: a resumed or twin-seeded build compiles only part
+  // of the kernel, and its seconds must not be read as a whole build's.
+  std::string started;
   if (auto mark = read_text(dir / kPreparedFile);
       mark && trim(*mark) == hash && fs::is_directory(tree_parent)) {
     // An interrupted build of this very recipe: its tree is patched and configured, and make is
     // incremental, so go on where it stopped instead of unpacking again.
     tree = only_subdirectory(tree_parent);
     log << r.name << ": resuming the build in " << tree.string() << "\n";
+    started = "resumed an interrupted build (build_seconds covers this invocation only)";
   } else if (auto twin = pristine_twin(r, base, cache); twin && !r.source.patches.empty()) {
     // The same source, config and fragment built without patches: start from its compiled tree, so
     // that only what the patches touch is compiled again (and the diff of the two is the patches).
@@ -204,10 +208,13 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
     log << r.name << ": starting from the built tree of "
         << twin->parent_path().parent_path().filename().string() << "\n";
     run_checked({"cp", "-a", "--reflink=auto", twin->string(), tree_parent.string()});
+    started = "from the compiled tree of " + twin->parent_path().parent_path().filename().string() +
+              " (incremental: what the patches touch, and the link)";
     tree = only_subdirectory(tree_parent);
     apply_patches(r, tree, log);
     run_checked({"make", "olddefconfig"}, in_directory(tree));
   } else {
+    started = "fresh: unpacked, configured and compiled in full";
     fs::remove_all(dir);
     fs::create_directories(tree_parent);
     log << r.name << ": unpacking " << tarball.filename().string() << "\n" << std::flush;
@@ -256,8 +263,9 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
   fs::copy_file(tree / ".config", root / "boot" / ("config-" + release), kOverwrite);
   run_checked({"depmod", "-b", root.string(), release});
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  nlohmann::json ready = {
-      {"recipe", r.name}, {"hash", hash}, {"release", release}, {"jobs", jobs}, {"build_seconds", seconds}};
+  nlohmann::json ready = {{"recipe", r.name},         {"hash", hash},
+                          {"release", release},       {"jobs", jobs},
+                          {"build_seconds", seconds}, {"started", started}};
   write_file_atomic(dir / kReadyFile, ready.dump(2) + "\n");
   // A pristine tree stays: a patched twin starts from it (see above). Patched trees go.
   if (!r.source.patches.empty()) fs::remove_all(tree_parent);

@@ -1,6 +1,7 @@
 // The daemon with recipe configurations: each step boots its kernel under qemu (TCG) through
 // `schedlab kernel boot`, runs the step inside the guest, and indexes the guest's bundle, so that one
-// campaign collects from two kernels, as a lab box's nightly run does between reboots.
+// campaign collects from two kernels, as a lab box's nightly run does between reboots. One of them is a
+// scheduler-feature variant (debian-6.1-no-gentle): its guest runs with the feature the recipe sets.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -27,7 +28,7 @@ TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
   const auto config = dir.path() / "campaign.toml";
   std::ofstream(config) << campaign_header("kernels", "once", dir.path()) << "kernel_cache = \""
                         << SCHEDLAB_KERNEL_CACHE << R"("
-configurations = ["debian-6.1", "debian-6.12"]
+configurations = ["debian-6.1-no-gentle", "debian-6.12"]
 counters = false
 settle_timeout_s = 0
 [exporter]
@@ -61,6 +62,12 @@ params = { yields = 20000 }
     ASSERT_EQ(bundle.instances[0].repetitions.size(), 2u);
     for (const auto& rep : bundle.instances[0].repetitions) EXPECT_EQ(rep.status, "ok");
     releases.insert(bundle.kernel["release"].get<std::string>());
+    EXPECT_EQ(bundle.kernel["booted_by"]["label"], recipe.label);
+    const auto features = bundle.configuration["sched_features"].dump();
+    if (recipe.name == "debian-6.1-no-gentle")
+      EXPECT_NE(features.find("\"NO_GENTLE_FAIR_SLEEPERS\""), std::string::npos) << features;
+    else
+      EXPECT_EQ(features.find("GENTLE_FAIR_SLEEPERS"), std::string::npos) << "6.12 has no such feature: " << features;
   }
   EXPECT_EQ(releases.size(), 2u);
   EXPECT_EQ(store->bundle_count(), 2);

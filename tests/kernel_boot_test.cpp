@@ -164,22 +164,6 @@ TEST(KernelBoot, Debian61And612BootRunTheSuiteAndDiff) {
               << "\n";
 }
 
-TEST(KernelBoot, AVariantBootsTheSameKernelWithItsSchedulerFeature) {
-  std::string why;
-  if (!can_boot(why)) GTEST_SKIP() << why;
-  TempDir dir;
-  auto o = testing::schedlab(
-      kKernel + "boot debian-6.1-no-gentle --timeout 300 --out " + dir.path().string() +
-      " -- run --workload yield --repetitions 1 --param yield.yields=10000 --settle-timeout 0"
-      " --no-counters");
-  ASSERT_EQ(o.code, 0) << o.out;
-  auto bundles = files_with(dir.path(), "2", ".json");
-  ASSERT_EQ(bundles.size(), 1U);
-  auto bundle = load(bundles[0]);
-  EXPECT_TRUE(has(features(bundle), "NO_GENTLE_FAIR_SLEEPERS")) << bundle["configuration"]["sched_features"];
-  EXPECT_EQ(bundle["kernel"]["booted_by"]["label"], "6.1-cfs-no-gentle");
-}
-
 TEST(KernelBoot, ABrokenBootIsBootFailedWithConsoleLines) {
   std::string why;
   if (!can_boot(why)) GTEST_SKIP() << why;
