@@ -7,11 +7,13 @@ run. A scraped block runs a "once" campaign whose exporter listens on PORT; an u
 same campaign with the exporter on PORT+1, which nothing scrapes — so Prometheus runs in both, and only
 the scrapes differ. Blocks alternate in pairs, which one goes first alternating per pair. Per block the
 median ns_per_yield of its repetitions; the result is median(scraped) / median(unscraped) over blocks,
-and the median of the per-pair ratios. Target: <= 1.01.
+and the median of the per-pair ratios. Target: <= 1.01. Then the daemon's CPU time per scrape, which
+bounds the cost directly: the pairs' ratio is limited by the drift between blocks on a shared machine.
 
     bench/exporter_cost.py [PAIRS [REPETITIONS]]      (default 4 pairs, 15 repetitions per block)
     SCHEDLAB=path/to/schedlab (default build/schedlab)
 """
+import gzip
 import json
 import os
 import socket
@@ -68,6 +70,50 @@ def block(dir_, name, port, repetitions):
     return statistics.median(values), len(values)
 
 
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def cpu_per_scrape(dir_, name, port, scrapes=400):
+    """The daemon's own CPU time per /metrics scrape: the campaign `name` (finished) served again by an
+    idle daemon (schedule far in the future, so it runs nothing and republishes its latest results),
+    scraped `scrapes` times as Prometheus scrapes (gzip). Divided by the 15 s interval, it bounds what
+    scraping can take from the workload: the cost the ratio above cannot resolve."""
+    path = os.path.join(dir_, name + ".toml")
+    with open(path) as f:
+        text = f.read().replace('schedule = "once"', 'schedule = "2099-01-01 00:00:00"')
+    idle = os.path.join(dir_, name + "-idle.toml")
+    with open(idle, "w") as f:
+        f.write(text)
+    with open(os.path.join(dir_, name + "-idle.log"), "w") as log:
+        daemon = subprocess.Popen([SCHEDLAB, "daemon", "--config", idle], stderr=log)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+        for _ in range(100):
+            try:
+                answer = urllib.request.urlopen(request, timeout=1)
+                body = answer.read()
+                if answer.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                if b"schedlab_yield" in body or b'workload="yield"' in body:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        before, start = cpu_seconds(daemon.pid), time.monotonic()
+        size = 0
+        for _ in range(scrapes):
+            size = len(urllib.request.urlopen(request, timeout=5).read())
+        cpu = cpu_seconds(daemon.pid) - before
+        return cpu / scrapes, (time.monotonic() - start) / scrapes, size
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
 def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     repetitions = int(sys.argv[2]) if len(sys.argv) > 2 else 15
@@ -109,10 +155,14 @@ scrape_configs:
                     f"http://127.0.0.1:{prom_port}/api/v1/query?query=sum_over_time(up%5B1h%5D)") as r:
                 result = json.load(r)["data"]["result"]
                 scrapes = result[0]["value"][1] if result else "0"
+            per_scrape, wall, size = cpu_per_scrape(dir_, f"scraped{pairs - 1}", port)
         finally:
             prom.terminate()
             prom.wait(timeout=10)
         print(f"successful scrapes of the daemon recorded by Prometheus: {scrapes}")
+        print(f"daemon CPU per scrape (gzip, {size} B): {per_scrape * 1e3:.3f} ms ({wall * 1e3:.2f} ms wall); "
+              f"scraped every 15 s that is {per_scrape / 15 * 100:.4f}% of one CPU, the most it can take "
+              f"from the workload (ratio bound {1 + per_scrape / 15:.5f})")
         print(f"median ns_per_yield scraped {statistics.median(scraped):.1f}, unscraped "
               f"{statistics.median(unscraped):.1f}; ratio of medians "
               f"{statistics.median(scraped) / statistics.median(unscraped):.4f}; median of pair ratios "

@@ -6,6 +6,7 @@
 // interlock makes any attempt to reboot this machine fail loudly instead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -13,8 +14,11 @@
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/host_paths.hpp"
+#include "daemon/campaign/campaign.hpp"
 #include "daemon/lab_boot.hpp"
+#include "daemon/step_argv.hpp"
 #include "daemon/store/store.hpp"
+#include "tests/cli_util.hpp"
 #include "tests/daemon_process.hpp"
 #include "tests/test_util.hpp"
 
@@ -49,6 +53,49 @@ TEST(StagedBoot, TellsARebootFromAStagingInThisBootAndACutResume) {
     ADD_FAILURE() << "a state file without a boot id string was accepted";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find(kBootStateFile), std::string::npos) << e.what();
+  }
+}
+
+// The staging half, as far as it runs without rebooting: the daemon's own command line for a lab step,
+// with --dry-run added, is one `schedlab kernel boot` takes, and it stages into the attempt directory
+// with the commands that boot the box (install when /boot lacks the kernel, kexec -l, then the jump).
+TEST(DaemonLabSteps, TheStagingCommandIsOneTheKernelCliTakes) {
+  TempDir dir;
+  for (const char* backend : {"kexec", "grub"}) {
+    SCOPED_TRACE(backend);
+    std::ofstream(dir.path() / "c.toml")
+        << campaign_header("lab", "once", dir.path()) << "boot = \"" << backend << R"("
+configurations = ["debian-6.12"]
+[[workload]]
+name = "yield"
+repetitions = 2
+)";
+    const auto campaign = load_campaign(dir.path() / "c.toml");
+    const auto plan = expand_plan(campaign);
+    ASSERT_EQ(plan.size(), 1u);
+    const auto attempt = dir.path() / "attempt-1";
+    auto argv = step_argv(campaign, plan[0], SCHEDLAB_BINARY, attempt);
+    const auto state_at = std::find(argv.begin(), argv.end(), "--state-file");
+    ASSERT_NE(state_at, argv.end());
+    EXPECT_EQ(*(state_at + 1), (attempt / kBootStateFile).string());
+    argv.insert(std::find(argv.begin(), argv.end(), "--"), "--dry-run");
+    std::string line;
+    for (auto it = argv.begin() + 1; it != argv.end(); ++it) line += " '" + *it + "'";
+    const auto o = testing::schedlab(line);
+    if (std::string(backend) == "grub" && o.code != 0) {
+      // Only where /boot already holds the kernel but grub.cfg has no entry for it: that is the error.
+      EXPECT_NE(o.out.find("grub/grub.cfg: "), std::string::npos) << o.out;
+      continue;
+    }
+    ASSERT_EQ(o.code, 0) << line << "\n" << o.out;
+    EXPECT_NE(o.out.find("# write " + (attempt / kBootStateFile).string()), std::string::npos) << o.out;
+    if (std::string(backend) == "kexec") {
+      EXPECT_NE(o.out.find("kexec -l /boot/vmlinuz-"), std::string::npos) << o.out;
+      EXPECT_NE(o.out.find("schedlab.recipe=debian-6.12"), std::string::npos) << o.out;
+    } else {
+      EXPECT_NE(o.out.find("grub-reboot "), std::string::npos) << o.out;
+    }
+    EXPECT_FALSE(fs::exists(attempt / kBootStateFile)) << "a dry run writes nothing";
   }
 }
 

@@ -1,0 +1,39 @@
+#include "daemon/step_argv.hpp"
+
+#include <fmt/format.h>
+
+#include "daemon/lab_boot.hpp"
+
+namespace schedlab {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, const fs::path& binary,
+                                   const fs::path& attempt_dir) {
+  std::vector<std::string> run{"run", "--workload", s.workload};
+  for (const auto& [key, value] : s.params)
+    run.insert(run.end(), {"--param", s.workload + "." + key + "=" + value});
+  run.insert(run.end(),
+             {"--repetitions", std::to_string(s.repetitions), "--seed", std::to_string(s.seed), "--timeout",
+              fmt::format("{:g}", c.timeout_s), "--settle-timeout", fmt::format("{:g}", c.settle_timeout_s)});
+  if (!c.counters) run.push_back("--no-counters");
+  for (const auto& e : c.events) run.insert(run.end(), {"--event", e});
+  if (c.profile) run.push_back("--profile");
+  std::vector<std::string> argv{binary.string()};
+  if (s.configuration == "running") {
+    argv.insert(argv.end(), run.begin(), run.end());
+    argv.insert(argv.end(), {"--out", attempt_dir.string()});
+  } else {
+    argv.push_back("kernel");
+    if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});
+    argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string()});
+    if (c.boot != "qemu")
+      argv.insert(argv.end(), {"--backend", c.boot, "--state-file", (attempt_dir / kBootStateFile).string()});
+    argv.push_back("--");
+    argv.insert(argv.end(), run.begin(), run.end());
+    argv.insert(argv.end(), {"--label", s.configuration});
+  }
+  return argv;
+}
+
+}  // namespace schedlab

@@ -1,0 +1,17 @@
+#pragma once
+// The command line of a campaign step: `schedlab run ...` on the running kernel, or `schedlab kernel
+// boot RECIPE ... -- run ...` for a recipe (a qemu guest, or with boot = kexec | grub the lab box
+// itself, staging its boot state in the attempt directory).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "daemon/campaign/campaign.hpp"
+
+namespace schedlab {
+
+std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s,
+                                   const std::filesystem::path& binary,
+                                   const std::filesystem::path& attempt_dir);
+
+}  // namespace schedlab
