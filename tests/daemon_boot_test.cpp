@@ -67,7 +67,8 @@ params = { yields = 20000 }
     if (recipe.name == "debian-6.1-no-gentle")
       EXPECT_NE(features.find("\"NO_GENTLE_FAIR_SLEEPERS\""), std::string::npos) << features;
     else
-      EXPECT_EQ(features.find("GENTLE_FAIR_SLEEPERS"), std::string::npos) << "6.12 has no such feature: " << features;
+      EXPECT_EQ(features.find("GENTLE_FAIR_SLEEPERS"), std::string::npos)
+          << "6.12 has no such feature: " << features;
   }
   EXPECT_EQ(releases.size(), 2u);
   EXPECT_EQ(store->bundle_count(), 2);
