@@ -19,6 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::campaign_header;
 using testing::DaemonProcess;
+using testing::short_yield_campaign;
 
 TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
   for (const char* tool :
@@ -27,17 +28,8 @@ TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
   testing::TempDir dir;
   const auto config = dir.path() / "campaign.toml";
   std::ofstream(config) << campaign_header("kernels", "once", dir.path()) << "kernel_cache = \""
-                        << SCHEDLAB_KERNEL_CACHE << R"("
-configurations = ["debian-6.1-no-gentle", "debian-6.12"]
-counters = false
-settle_timeout_s = 0
-[exporter]
-listen = ""
-[[workload]]
-name = "yield"
-repetitions = 2
-params = { yields = 20000 }
-)";
+                        << SCHEDLAB_KERNEL_CACHE << "\"\n"
+                        << short_yield_campaign(R"(["debian-6.1-no-gentle", "debian-6.12"])", 2);
   DaemonProcess d(config, dir.path() / "daemon.log");
   ASSERT_TRUE(d.wait_for_log("finished:", 1, 600)) << d.log_text();
   ASSERT_EQ(d.wait(), 0) << d.log_text();

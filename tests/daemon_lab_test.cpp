@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::campaign_header;
 using testing::DaemonProcess;
+using testing::short_yield_campaign;
 using testing::TempDir;
 
 constexpr const char* kOtherBoot = "00000000-0000-4000-8000-000000000001";  // not this boot's id
@@ -112,17 +113,8 @@ class DaemonLabBoot : public ::testing::Test {
     }
     path_ = (dir_.path() / "interlock").string() + ":" +
             std::string(std::getenv("PATH") ? std::getenv("PATH") : "");
-    std::ofstream(config()) << campaign_header("lab", "once", dir_.path()) << R"(boot = "kexec"
-configurations = ["debian-6.12"]
-counters = false
-settle_timeout_s = 0
-[exporter]
-listen = ""
-[[workload]]
-name = "yield"
-repetitions = 2
-params = { yields = 20000 }
-)";
+    std::ofstream(config()) << campaign_header("lab", "once", dir_.path()) << "boot = \"kexec\"\n"
+                            << short_yield_campaign(R"(["debian-6.12"])", 2);
   }
   fs::path config() const { return dir_.path() / "campaign.toml"; }
 

@@ -24,6 +24,15 @@ inline std::string campaign_header(const std::string& name, const std::string& s
          (dir / "store.db").string() + "\"\noutput = \"" + (dir / "bundles").string() + "\"\n";
 }
 
+// The rest of a short, quiet campaign: `configurations` (a TOML array), no counters, no settle wait,
+// no exporter, and one yield instance of 20,000 yields.
+inline std::string short_yield_campaign(const std::string& configurations, int repetitions) {
+  return "configurations = " + configurations +
+         "\ncounters = false\nsettle_timeout_s = 0\n[exporter]\nlisten = \"\"\n[[workload]]\nname = "
+         "\"yield\"\nrepetitions = " +
+         std::to_string(repetitions) + "\nparams = { yields = 20000 }\n";
+}
+
 class DaemonProcess {
  public:
   // `path`: the daemon's PATH when given (the lab-boot tests put an interlock first in it).

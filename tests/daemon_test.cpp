@@ -24,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::campaign_header;
 using testing::DaemonProcess;
+using testing::short_yield_campaign;
 
 constexpr int kSteps = 6;  // 2 trials x (yield-a + yield-b's two sweep values)
 constexpr int kRepetitions = 3;
@@ -185,16 +186,8 @@ TEST(DaemonSchedule, RunsAtItsElapseAndMakesUpMissedElapsesOnceAfterAKill) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const auto config = dir / "campaign.toml";
-  std::ofstream(config) << campaign_header("every5s", "*:*:0/5", dir) << R"(configurations = ["running"]
-counters = false
-settle_timeout_s = 0
-[exporter]
-listen = ""
-[[workload]]
-name = "yield"
-repetitions = 1
-params = { yields = 20000 }
-)";
+  std::ofstream(config) << campaign_header("every5s", "*:*:0/5", dir)
+                        << short_yield_campaign(R"(["running"])", 1);
   using Clock = std::chrono::system_clock;
   const auto seconds_since = [](const std::string& stamp, Clock::time_point t) {
     return std::chrono::duration<double>(parse_utc_timestamp(stamp) - t).count();
