@@ -12,11 +12,14 @@
 #   SCHEDLAB=path/to/schedlab (default build/schedlab)
 #
 # How each figure is taken:
-#   theirs  `tbench -t S --per-client-results N 127.0.0.1` against `tbench_srv`, each under
-#           `perf stat -e context-switches` (counted over the process and the children it forks);
-#           ops/s = the Throughput line x 10^6 / (bytes per op), bytes per op = sum of the
-#           per-client "bytes" / the operation table's counts (both counted after the warm-up),
-#           switches per op = (client + server switches) / the per-client "lines" (whole lives).
+#   theirs  `tbench -t S --per-client-results N 127.0.0.1` against `tbench_srv`, twice per round:
+#           plain, for ops/s = the Throughput line x 10^6 / (bytes per op) and bytes per op = sum of
+#           the per-client "bytes" / the operation table's counts (both counted after the warm-up);
+#           then each under `perf stat -e context-switches` (counted over the process and the
+#           children it forks) for switches per op = (client + server switches) / the per-client
+#           "lines" (whole lives). Counting switches with perf costs the switches themselves: at 4
+#           clients here tbench's throughput under perf stat was 13% lower (median of 3: 344 against
+#           388 MB/s), so throughput never comes from the counted run.
 #   ours    `schedlab run --workload tbench` with the same loadfile, clients, duration and warm-up:
 #           ops_s, bytes_per_op and context_switches_per_op (wait4 rusage of the client and
 #           server processes / operations over their whole lives), of the repetition after the
@@ -39,6 +42,7 @@ cleanup() {
   # Only what this script started, by its pid.
   if [ -n "$server_perf" ]; then
     pkill -TERM -P "$server_perf" 2>/dev/null || true
+    kill -TERM "$server_perf" 2>/dev/null || true
     wait "$server_perf" 2>/dev/null || true
   fi
   rm -rf "$work"
@@ -47,10 +51,15 @@ trap cleanup EXIT
 
 warmup=$((seconds / 5))
 
-theirs() {  # N OUTDIR -> prints "ops_s bytes_per_op switches_per_op"
-  local n=$1 dir=$2
-  mkdir -p "$dir"
-  perf stat -e context-switches -x, -o "$dir/srv.csv" tbench_srv >/dev/null 2>&1 &
+# One tbench run against a fresh tbench_srv: MODE plain, or perf (both under perf stat, writing
+# DIR/cli.csv and DIR/srv.csv); tbench's output to DIR/out-MODE.txt.
+tbench_once() {  # N DIR MODE
+  local n=$1 dir=$2 mode=$3 srv_prefix=() cli_prefix=()
+  if [ "$mode" = perf ]; then
+    srv_prefix=(perf stat -e context-switches -x, -o "$dir/srv.csv")
+    cli_prefix=(perf stat -e context-switches -x, -o "$dir/cli.csv")
+  fi
+  "${srv_prefix[@]}" tbench_srv >/dev/null 2>&1 &
   server_perf=$!
   # tbench_srv listens on 0.0.0.0:7003 and has no option to say so: wait until it does.
   for _ in $(seq 50); do
@@ -58,17 +67,34 @@ theirs() {  # N OUTDIR -> prints "ops_s bytes_per_op switches_per_op"
     grep -q ':1B5B 00000000:0000 0A' /proc/net/tcp && break
     sleep 0.1
   done
-  perf stat -e context-switches -x, -o "$dir/cli.csv" \
-    tbench -t "$seconds" -c "$loadfile" --per-client-results "$n" 127.0.0.1 >"$dir/out.txt" 2>&1
-  pkill -TERM -P "$server_perf"  # tbench_srv itself, the child of our perf
+  "${cli_prefix[@]}" tbench -t "$seconds" -c "$loadfile" --per-client-results "$n" 127.0.0.1 \
+    >"$dir/out-$mode.txt" 2>&1
+  if [ "$mode" = perf ]; then
+    pkill -TERM -P "$server_perf"  # tbench_srv, perf's child; perf then writes its count and exits
+  else
+    kill -TERM "$server_perf"      # tbench_srv itself
+  fi
   wait "$server_perf" || true
   server_perf=""
+  # The next server binds port 7003 again: wait until nothing listens there.
+  for _ in $(seq 50); do
+    grep -q ':1B5B 00000000:0000 0A' /proc/net/tcp || break
+    sleep 0.1
+  done
+}
+
+theirs() {  # N OUTDIR -> prints "ops_s bytes_per_op switches_per_op"
+  local n=$1 dir=$2
+  mkdir -p "$dir"
+  tbench_once "$n" "$dir" plain
+  tbench_once "$n" "$dir" perf
   python3 - "$dir" <<'PY'
 import re, sys
 d = sys.argv[1]
-out = open(f"{d}/out.txt").read()
+counted = open(f"{d}/out-perf.txt").read()
+lines = sum(int(x) for x in re.findall(r"Client \d+ did (\d+) lines", counted))
+out = open(f"{d}/out-plain.txt").read()
 throughput = float(re.search(r"Throughput ([0-9.e+]+) MB/sec", out).group(1))
-lines = sum(int(x) for x in re.findall(r"Client \d+ did (\d+) lines", out))
 client_bytes = sum(float(x) for x in re.findall(r"Client \d+ did \d+ lines and (\d+) bytes", out))
 # The first operation table is the sum over clients.
 table = out.split("Operation")[1].split("\n\n")[0]
@@ -100,7 +126,7 @@ print(m["ops_s"], m["bytes_per_op"], m["context_switches_per_op"], m["throughput
 PY
 }
 
-echo "# theirs: tbench -t $seconds -c $loadfile --per-client-results N 127.0.0.1 vs tbench_srv (dbench $(dpkg-query -W -f='${Version}' dbench 2>/dev/null || echo '?')), under perf stat -e context-switches"
+echo "# theirs: tbench -t $seconds -c $loadfile --per-client-results N 127.0.0.1 vs tbench_srv (dbench $(dpkg-query -W -f='${Version}' dbench 2>/dev/null || echo '?')); ops/s and B/op plain, cs/op from a second run under perf stat -e context-switches"
 echo "# ours:   $schedlab run --workload tbench --param tbench.clients=N --param tbench.duration_s=$seconds --param tbench.warmup_s=$warmup --param tbench.loadfile=$loadfile"
 for n in "${clients[@]}"; do
   : >"$work/ratios-$n.txt"
