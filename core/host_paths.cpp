@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -18,6 +19,19 @@ std::optional<std::string> read_text(const std::filesystem::path& path) {
   ss << in.rdbuf();
   if (in.bad()) return std::nullopt;
   return ss.str();
+}
+
+bool write_kernel_file(const std::filesystem::path& path, const std::string& value, std::string& error) {
+  std::ofstream out(path);
+  out << value << '\n';
+  out.close();
+  if (out) return true;
+  error = "writing " + value + " to " + path.string() + " failed: " + errno_text(errno);
+  return false;
+}
+
+std::string boot_id(const HostPaths& paths) {
+  return trim(read_text(paths.proc / "sys/kernel/random/boot_id").value_or(""));
 }
 
 std::optional<std::string> read_gzip_text(const std::filesystem::path& path) {

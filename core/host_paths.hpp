@@ -26,6 +26,12 @@ std::optional<std::string> read_gzip_text(const std::filesystem::path& path);
 // First line without the newline; nullopt as above.
 std::optional<std::string> read_line(const std::filesystem::path& path);
 std::string trim(std::string s);
+
+// Writes `value` and a newline to a kernel file (/proc/sys, /sys, debugfs) as `echo value > path`
+// does. False, with `error` saying what failed and why, when the kernel refuses it.
+bool write_kernel_file(const std::filesystem::path& path, const std::string& value, std::string& error);
+// This boot's id (proc/sys/kernel/random/boot_id under `paths`); "" when unreadable.
+std::string boot_id(const HostPaths& paths = HostPaths::live());
 std::vector<std::string> split_ws(const std::string& s);
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}; throws InputError on malformed lists.

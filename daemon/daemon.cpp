@@ -170,7 +170,7 @@ class Daemon {
         discard(run, record->second, "the daemon ended during this step");
         continue;
       }
-      const auto staged = staged_boot(record->second.attempt_dir, current_boot_id());
+      const auto staged = staged_boot(record->second.attempt_dir, boot_id());
       if (staged == StagedBoot::kRebooted) {
         if (!resume_step(run, step, record->second, plan.size())) return false;
       } else if (staged == StagedBoot::kWentDown) {
@@ -179,7 +179,7 @@ class Daemon {
             fmt::format("the machine went down while the suite ran in {} (resumed in boot {}, now boot {})",
                         step.configuration,
                         trim(read_text(fs::path(record->second.attempt_dir) / kResumeMarker).value_or("")),
-                        current_boot_id()));
+                        boot_id()));
       } else {
         discard(run, record->second, "the daemon ended during this step: " + to_string(staged));
       }
@@ -272,7 +272,7 @@ class Daemon {
                           total, step.key, record.attempts,
                           trim(read_text("/proc/sys/kernel/osrelease").value_or("?"))));
     // Written first: a daemon killed during the resume must not resume it twice (see StagedBoot).
-    write_file_atomic(attempt_dir / kResumeMarker, current_boot_id() + "\n", /*replace=*/true);
+    write_file_atomic(attempt_dir / kResumeMarker, boot_id() + "\n", /*replace=*/true);
     const std::vector<std::string> argv{options_.schedlab_binary.string(), "kernel", "resume", "--state-file",
                                         (attempt_dir / kBootStateFile).string()};
     const auto exit = process_.run(

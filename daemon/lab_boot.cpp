@@ -40,8 +40,4 @@ std::string to_string(StagedBoot s) {
   return "?";
 }
 
-std::string current_boot_id(const fs::path& proc) {
-  return trim(read_text(proc / "sys/kernel/random/boot_id").value_or(""));
-}
-
 }  // namespace schedlab

@@ -25,7 +25,4 @@ enum class StagedBoot {
 StagedBoot staged_boot(const std::filesystem::path& attempt_dir, const std::string& current_boot_id);
 std::string to_string(StagedBoot s);
 
-// This boot's id (/proc/sys/kernel/random/boot_id, under `proc`).
-std::string current_boot_id(const std::filesystem::path& proc = "/proc");
-
 }  // namespace schedlab

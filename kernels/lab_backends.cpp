@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
 #include <ostream>
 #include <regex>
 #include <sstream>
@@ -47,7 +46,7 @@ json state_json(const BootRequest& r, const std::string& backend, const LabEnvir
           {"out_dir", fs::absolute(r.out_dir).string()},
           {"schedlab", r.schedlab_binary.string()},
           {"staged_at", now_utc()},
-          {"boot_id_before", trim(read_text(env.paths.proc / "sys/kernel/random/boot_id").value_or(""))},
+          {"boot_id_before", boot_id(env.paths)},
           {"release_before", trim(read_text(env.paths.proc / "sys/kernel/osrelease").value_or(""))}};
 }
 
@@ -142,23 +141,19 @@ class GrubBackend : public BootBackend {
 // them, before the suite runs. Returns what was refused ("" when all were taken).
 std::string apply_sched_settings(const json& state, const LabEnvironment& env) {
   const fs::path dir = env.paths.sys / "kernel/debug/sched";
-  auto write = [](const fs::path& file, const std::string& value) {
-    std::ofstream out(file, std::ios::app);
-    out << value << "\n" << std::flush;
-    return static_cast<bool>(out);
-  };
+  std::string error;
   const auto features = state.find("sched_features");
   if (features != state.end() && features->is_array())
     for (const auto& f : *features)
-      if (!fs::exists(dir / "features") || !write(dir / "features", f.get<std::string>()))
+      if (!fs::exists(dir / "features") || !write_kernel_file(dir / "features", f.get<std::string>(), error))
         return "sched feature " + f.get<std::string>() + ": not accepted by " + (dir / "features").string() +
-               " (is debugfs mounted?)";
+               (error.empty() ? " (is debugfs mounted?)" : " (" + error + ")");
   const auto tunables = state.find("sched_tunables");
   if (tunables != state.end() && tunables->is_object())
     for (const auto& [name, value] : tunables->items())
-      if (!fs::exists(dir / name) || !write(dir / name, value.get<std::string>()))
+      if (!fs::exists(dir / name) || !write_kernel_file(dir / name, value.get<std::string>(), error))
         return "sched tunable " + name + "=" + value.get<std::string>() + ": cannot write " +
-               (dir / name).string();
+               (dir / name).string() + (error.empty() ? "" : " (" + error + ")");
   return "";
 }
 
@@ -225,9 +220,9 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
   }
   if (state.value("schema", "") != "schedlab.boot-state/1")
     throw InputError(state_file.string() + ": schema is not schedlab.boot-state/1");
-  const auto boot_id = trim(read_text(env.paths.proc / "sys/kernel/random/boot_id").value_or(""));
-  if (!boot_id.empty() && boot_id == state.value("boot_id_before", ""))
-    throw InputError(state_file.string() + ": staged in this boot (boot_id " + boot_id + "); reboot first");
+  const auto this_boot = boot_id(env.paths);
+  if (!this_boot.empty() && this_boot == state.value("boot_id_before", ""))
+    throw InputError(state_file.string() + ": staged in this boot (boot_id " + this_boot + "); reboot first");
   const auto expected = state["kernel"].value("release", "");
   const auto running = trim(read_text(env.paths.proc / "sys/kernel/osrelease").value_or(""));
   const fs::path out_dir = state.value("out_dir", "results");
@@ -265,7 +260,7 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
   staged.erase(std::remove_if(staged.begin(), staged.end(), [](char c) { return c == ':' || c == '-'; }),
                staged.end());
   o.record = out_dir / ("boot-" + state["recipe"].value("name", "unknown") + "-" + staged + "-" +
-                        boot_id.substr(0, 8) + ".json");
+                        this_boot.substr(0, 8) + ".json");
   write_file_atomic(o.record, rec.dump(2) + "\n");
   fs::remove(state_file);
   return o;

@@ -192,7 +192,7 @@ TEST_F(DaemonLabBoot, AStepStagedBeforeTheRebootResumesInTheNewKernelOnce) {
   ASSERT_EQ(bundle.instances.size(), 1u);
   EXPECT_EQ(bundle.instances[0].repetitions.size(), 2u);
   EXPECT_FALSE(fs::exists(attempt / kBootStateFile)) << "a staged boot is resumed once";
-  EXPECT_EQ(trim(read_text(attempt / kResumeMarker).value_or("")), current_boot_id());
+  EXPECT_EQ(trim(read_text(attempt / kResumeMarker).value_or("")), boot_id());
 }
 
 TEST_F(DaemonLabBoot, AKernelThatDidNotComeUpFailsItsStepWithTheReason) {

@@ -344,7 +344,7 @@ std::optional<std::string> vm_warning(const json& host) {
 
 SysinfoReport collect_sysinfo(const HostPaths& paths) {
   SysinfoReport r;
-  r.boot_id = read_trimmed(paths.proc / "sys/kernel/random/boot_id").value_or("unknown");
+  r.boot_id = boot_id(paths);
   if (r.boot_id.empty()) r.boot_id = "unknown";
   r.host = host_facts(paths);
   r.kernel = sysinfo_detail::kernel_facts(paths);

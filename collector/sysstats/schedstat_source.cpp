@@ -52,19 +52,6 @@ nlohmann::json to_json(const Schedstat& d) {
 
 }  // namespace
 
-namespace {
-
-bool write_sysctl(const std::filesystem::path& path, const std::string& value, std::string& error) {
-  std::ofstream out(path);
-  out << value << '\n';
-  out.close();
-  if (out) return true;
-  error = "writing " + value + " to " + path.string() + " failed: " + errno_text(errno);
-  return false;
-}
-
-}  // namespace
-
 SchedstatSource::SchedstatSource(HostPaths paths, SchedstatsSwitch mode)
     : paths_(std::move(paths)), mode_(mode) {}
 
@@ -77,13 +64,13 @@ void SchedstatSource::attach(const AttachTarget&) {
   const auto sysctl = paths_.proc / "sys/kernel/sched_schedstats";
   const auto now = read_line(sysctl);
   if (!now || trim(*now) != "0") return;  // absent (no CONFIG_SCHEDSTATS) or already counting
-  if (write_sysctl(sysctl, "1", switch_error_)) switched_from_ = "0";
+  if (write_kernel_file(sysctl, "1", switch_error_)) switched_from_ = "0";
 }
 
 void SchedstatSource::restore() {
   if (switched_from_.empty()) return;
   std::string error;
-  write_sysctl(paths_.proc / "sys/kernel/sched_schedstats", switched_from_, error);
+  write_kernel_file(paths_.proc / "sys/kernel/sched_schedstats", switched_from_, error);
   switched_from_.clear();
 }
 
