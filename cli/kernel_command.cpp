@@ -11,6 +11,7 @@
 #include "core/host_paths.hpp"
 #include "kernels/boot_backend.hpp"
 #include "kernels/config_check.hpp"
+#include "kernels/guest_collect.hpp"
 #include "kernels/lab_backends.hpp"
 #include "kernels/package_cache.hpp"
 #include "kernels/process.hpp"
@@ -83,6 +84,7 @@ KernelCommand::KernelCommand(CLI::App& app) {
   boot_->add_option("--numa", numa_, "NUMA nodes (CPUs and memory split evenly)")->default_val(0);
   boot_->add_option("--cpu", cpu_, "qemu CPU model (default qemu64; Nehalem when the topology has threads)");
   boot_->add_option("--accel", accel_, "tcg | kvm")->default_val("tcg");
+  boot_->add_option("--tcg-thread", tcg_thread_, "tcg: multi (a host thread per vCPU) | single");
   boot_
       ->add_option("--root", root_,
                    "9p: the host's / over virtio-9p, cache=loose; image: ext4 image of /usr, /etc")
@@ -102,6 +104,13 @@ KernelCommand::KernelCommand(CLI::App& app) {
       ->add_option("--state-file", state_file_,
                    "The boot state written by `kernel boot --backend kexec|grub`")
       ->default_val("/var/lib/schedlab/boot-state.json");
+
+  // Started by the qemu guest's /init, not by a person: hidden from --help (the empty group).
+  guest_collect_ = command_->add_subcommand(
+      "guest-collect", "In a qemu guest: copy each bundle the run finishes in FROM to the host's share TO");
+  guest_collect_->group("");
+  guest_collect_->add_option("FROM", collect_from_, "The run's --out (the guest's tmpfs)")->required();
+  guest_collect_->add_option("TO", collect_to_, "The output share, mounted in the guest")->required();
 }
 
 int KernelCommand::run() const {
@@ -116,6 +125,8 @@ int KernelCommand::run() const {
                                                : (cached_kernel(r, cache) ? "yes" : "no"));
     return 0;
   }
+  if (guest_collect_->parsed())
+    return collect_guest_files(collect_from_, collect_to_, std::cout) == 0 ? 0 : kExitFailed;
   if (resume_->parsed()) {
     auto o = resume_boot(state_file_, LabEnvironment{}, [](const std::vector<std::string>& argv) {
       ProcessOptions echo;
@@ -197,6 +208,7 @@ int KernelCommand::run() const {
   req.numa_nodes = numa_;
   req.cpu_model = cpu_;
   req.accel = accel_;
+  if (!tcg_thread_.empty()) req.tcg_thread = tcg_thread_;
   if (root_ != "9p" && root_ != "image") throw InputError("--root " + root_ + ": expected 9p or image");
   req.root = root_ == "image" ? RootMode::kImage : RootMode::k9p;
   req.timeout = std::chrono::seconds(timeout_s_);

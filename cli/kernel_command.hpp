@@ -16,12 +16,13 @@ class KernelCommand {
 
  private:
   CLI::App* command_;
-  CLI::App *list_, *info_, *fetch_, *build_, *update_, *boot_, *resume_;
+  CLI::App *list_, *info_, *fetch_, *build_, *update_, *boot_, *resume_, *guest_collect_;
   std::string recipes_dir_, cache_dir_, name_;
+  std::string collect_from_, collect_to_;  // guest-collect
   // boot
   std::vector<std::string> run_args_;
   std::string backend_ = "qemu", then_, append_, topology_, out_ = "results", accel_ = "tcg", root_ = "9p",
-              cpu_;
+              cpu_, tcg_thread_;
   std::string state_file_ = "/var/lib/schedlab/boot-state.json";
   int smp_ = 2, memory_mib_ = 2048, numa_ = 0, timeout_s_ = 900, boot_timeout_s_ = 120;
   bool dry_run_ = false, prepare_only_ = false;

@@ -46,6 +46,8 @@ struct BootRequest {
   int numa_nodes = 0;
   std::string cpu_model;      // empty: qemu64, or Nehalem when the topology has SMT threads
   std::string accel = "tcg";  // tcg | kvm
+  // TCG's vCPU threads: "multi" (a host thread per vCPU) or "single" (one host thread runs them all).
+  std::string tcg_thread = "multi";
   RootMode root = RootMode::k9p;
   std::chrono::seconds timeout{900};       // qemu start to the guest's end
   std::chrono::seconds boot_timeout{120};  // qemu start to the guest's /init (a kernel that hangs early)

@@ -58,19 +58,41 @@ while read kind name value; do
     tunable) echo "$value" > $D/$name || fatal "sched tunable $name=$value: cannot write $D/$name" ;;
   esac
 done < /etc/schedlab/sched
-mkdir -p /host/run/schedlab-out
+mkdir -p /host/run/schedlab-out /host/run/schedlab-share
+mount --bind /out /host/run/schedlab-share || fatal "bind the output share into the chroot"
 cp /etc/schedlab/run.sh /host/run/schedlab-run.sh
+CLEAN_ENV="/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LANG=C.UTF-8 TERM=dumb"
+# Each bundle goes to the host as soon as the run has written it (the run writes to tmpfs: 9p refuses
+# its no-replace rename), so a kernel that dies in a later trial keeps the finished ones.
+chroot /host $CLEAN_ENV "$SCHEDLAB" kernel guest-collect /run/schedlab-out /run/schedlab-share &
+collector=$!
 echo "SCHEDLAB-START uptime $(cut -d' ' -f1 /proc/uptime)"
-chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/tmp LANG=C.UTF-8 TERM=dumb /bin/sh /run/schedlab-run.sh
+chroot /host $CLEAN_ENV /bin/sh /run/schedlab-run.sh
 rc=$?
+if grep -qw schedlab.crash_after_run /proc/cmdline; then
+  # A test aid: once the collector has copied every file of the run (10 s at most), crash the kernel,
+  # before the copy below could rescue anything.
+  i=0
+  while [ $i -lt 100 ]; do
+    missing=0
+    for f in /host/run/schedlab-out/*; do [ -e "$f" ] && [ ! -e "/out/${f##*/}" ] && missing=1; done
+    [ $missing = 0 ] && break
+    sleep 0.1; i=$((i+1))
+  done
+  echo "SCHEDLAB-CRASH schedlab.crash_after_run: sysrq c"
+  echo c > /proc/sysrq-trigger
+fi
+kill -TERM $collector
+wait $collector || echo "SCHEDLAB-WARN the bundle collector exited with status $?"
+# What the collector did not copy (it failed, or never started).
 n=0
 for f in /host/run/schedlab-out/*; do
   [ -e "$f" ] || continue
-  cp "$f" /out/ || fatal "copy $f to the output share"
+  [ -e "/out/${f##*/}" ] || cp "$f" /out/ || fatal "copy $f to the output share"
   n=$((n+1))
 done
 sync
+umount /host/run/schedlab-share
 umount /out
 echo "SCHEDLAB-DONE rc=$rc files=$n uptime $(cut -d' ' -f1 /proc/uptime)"
 [ -f /etc/schedlab/next.sh ] && . /etc/schedlab/next.sh
@@ -82,6 +104,7 @@ std::string guest_boot_conf(const BootRequest& request) {
   std::string conf = "ROOT_MODE=" + std::string(request.root == RootMode::kImage ? "image" : "9p") + "\n";
   conf += "CACHE=loose\n";
   conf += "SUITE_DIR=" + shell_quote(request.schedlab_binary.parent_path().string()) + "\n";
+  conf += "SCHEDLAB=" + shell_quote(request.schedlab_binary.string()) + "\n";
   return conf;
 }
 

@@ -6,8 +6,6 @@
 #include <chrono>
 #include <ctime>
 #include <ostream>
-#include <regex>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -15,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/boot_backend.hpp"
+#include "kernels/console.hpp"
 #include "kernels/guest_init.hpp"
 #include "kernels/initramfs.hpp"
 #include "kernels/process.hpp"
@@ -28,32 +27,12 @@ using nlohmann::json;
 
 constexpr std::size_t kConsoleTailLines = 25;
 
-// Console lines that end a boot early, and what they mean.
-struct ConsolePattern {
-  const char* needle;
-  const char* meaning;
-};
-constexpr ConsolePattern kFailurePatterns[] = {
-    {"Kernel panic - not syncing", "kernel panic"},
-    {"SCHEDLAB-FATAL", "the guest's /init gave up"},
-    {"-- System halted", "the kernel image did not decompress (corrupted?)"},
-    {"No working init found", "kernel panic: no init"},
-};
-
 std::vector<std::string> module_roots(const BootRequest& r) {
   std::vector<std::string> roots{"virtio_pci", "9pnet_virtio", "9p"};
   if (r.root == RootMode::kImage)
     roots.insert(roots.end(), {"virtio_blk", "crc32c_generic", "ext4", "overlay"});
   roots.insert(roots.end(), r.recipe.extra_modules.begin(), r.recipe.extra_modules.end());
   return roots;
-}
-
-// The serial console's terminal resets and colours ("\x1b[2J", "\x1bc") are noise in an error message.
-std::string without_escapes(const std::string& text) {
-  static const std::regex escape("\x1b(\\[[0-9;?]*[A-Za-z]|[A-Za-z])");
-  auto out = std::regex_replace(text, escape, "");
-  std::replace(out.begin(), out.end(), '\r', '\n');  // progress lines rewrite themselves with CR
-  return out;
 }
 
 std::string utc_stamp() {
@@ -65,12 +44,35 @@ std::string utc_stamp() {
   return buf;
 }
 
-std::set<fs::path> json_files(const fs::path& dir) {
-  std::set<fs::path> out;
+// The guest writes into a folder of its own (the 9p output share), so a boot claims exactly the files
+// its guest wrote, never another boot's. Afterwards its finished files move up into --out (temporary
+// ".name.XXXXXX" files of a copy a crash cut short are dropped); a name --out already has stays.
+std::vector<fs::path> move_guest_files(const fs::path& share, const fs::path& out, std::ostream& log) {
+  std::vector<fs::path> bundles;
+  std::vector<fs::path> names;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".json") out.insert(e.path());
-  return out;
+  for (const auto& e : fs::directory_iterator(share, ec))
+    if (e.is_regular_file()) names.push_back(e.path());
+  std::sort(names.begin(), names.end());
+  bool kept = false;
+  for (const auto& f : names) {
+    const auto name = f.filename().string();
+    if (name.front() == '.') {
+      fs::remove(f, ec);
+      continue;
+    }
+    const fs::path target = out / name;
+    if (fs::exists(target)) {
+      log << "warning: " << target.string() << " exists already; the guest's " << name << " stays in "
+          << share.string() << "\n";
+      kept = true;
+      continue;
+    }
+    fs::rename(f, target);
+    if (target.extension() == ".json") bundles.push_back(target);
+  }
+  if (!kept) fs::remove(share, ec);
+  return bundles;
 }
 
 // Parses "KEY=VALUE" words of a marker line such as "SCHEDLAB-DONE rc=0 files=1 uptime 9.1".
@@ -97,7 +99,10 @@ class QemuBackend : public BootBackend {
     const fs::path initrd = work / "initramfs.cpio";
     std::optional<fs::path> image;
     if (r.root == RootMode::kImage) image = root_image_path(r.work_dir);
-    auto argv = qemu_command(r, initrd, image);
+    const std::string stamp = utc_stamp();
+    const fs::path share =
+        fs::absolute(r.out_dir) / fmt::format(".guest-{}-{}-{}", r.recipe.name, stamp, ::getpid());
+    auto argv = qemu_command(r, initrd, image, share);
 
     BootResult result;
     if (r.dry_run) {
@@ -113,7 +118,7 @@ class QemuBackend : public BootBackend {
       return result;
     }
 
-    fs::create_directories(r.out_dir);
+    fs::create_directories(share);
     if (image) ensure_root_image(*image, log);
     std::string next_script;
     if (r.then_recipe) {
@@ -124,14 +129,13 @@ class QemuBackend : public BootBackend {
     }
     auto modules = build_guest_initramfs(r, initrd, work, next_script, log);
 
-    const auto before = json_files(r.out_dir);
-    const std::string stamp = utc_stamp();
     log << r.recipe.name << ": booting (timeout " << r.timeout.count() << " s): " << command_line(argv)
         << "\n"
         << std::flush;
     result.commands.push_back(command_line(argv));
 
     std::optional<std::string> failure;
+    ConsoleWatcher watcher;
     bool started = false, done = false;
     const int runs = r.then_recipe ? 2 : 1;
     ProcessOptions opts;
@@ -142,7 +146,7 @@ class QemuBackend : public BootBackend {
       if (line.rfind(kMarkStart, 0) == 0) {
         started = true;
         if (!result.suite_start_s) result.suite_start_s = t;
-      } else if (started && !done && !result.first_output_s && line.rfind(kMarkDone, 0) != 0) {
+      } else if (started && !done && !result.first_output_s && line.rfind("SCHEDLAB-", 0) != 0) {
         result.first_output_s = t;
       }
       if (line.rfind(kMarkDone, 0) == 0) {
@@ -152,13 +156,10 @@ class QemuBackend : public BootBackend {
       }
       if (line.rfind(kMarkKexec, 0) == 0) result.kexec_s = t;
       if (started || line.find("SCHEDLAB-") != std::string::npos)
-        log << fmt::format("[{:7.2f}] {}\n", t, without_escapes(line)) << std::flush;
-      for (const auto& p : kFailurePatterns)
-        if (line.find(p.needle) != std::string::npos && !done) {
-          failure = std::string(p.meaning) + ": \"" + trim(line) + "\"";
-          return false;
-        }
-      return true;
+        log << fmt::format("[{:7.2f}] {}\n", t, normalise_console(line)) << std::flush;
+      if (done || !watcher.feed(line)) return true;
+      failure = watcher.failure();
+      return false;
     };
     opts.on_tick = [&](double t) {
       if (result.init_s || t < static_cast<double>(r.boot_timeout.count())) return true;
@@ -170,10 +171,10 @@ class QemuBackend : public BootBackend {
     result.total_s = proc.seconds;
 
     const fs::path console = r.out_dir / ("console-" + r.recipe.name + "-" + stamp + ".log");
-    write_file_atomic(console, proc.output, /*replace=*/true);
-    result.console_tail = last_lines(without_escapes(proc.output), kConsoleTailLines);
-    for (const auto& f : json_files(r.out_dir))
-      if (!before.count(f)) result.bundles.push_back(f);
+    const std::string console_text = normalise_console(proc.output);
+    write_file_atomic(console, console_text, /*replace=*/true);
+    result.console_tail = last_lines(console_text, kConsoleTailLines);
+    result.bundles = move_guest_files(share, r.out_dir, log);
 
     if (failure) {
       result.status = "boot-failed";
@@ -196,8 +197,17 @@ class QemuBackend : public BootBackend {
       result.status = "failed";
       result.reason =
           "schedlab in the guest exited with status " + std::to_string(result.guest_rc.value_or(-1));
-    } else {
+    } else if (!watcher.first_oops()) {
       result.status = "ok";
+    }
+    if (watcher.first_oops() && !failure) {  // a fatal Oops is in `failure` already
+      if (result.status.empty()) {
+        result.status = "failed";
+        result.reason = "the guest kernel oopsed and carried on: \"" + *watcher.first_oops() +
+                        "\" (the results come from a damaged kernel)";
+      } else {
+        result.reason += "; the guest kernel oopsed first: \"" + *watcher.first_oops() + "\"";
+      }
     }
     result.record = r.out_dir / ("boot-" + r.recipe.name + "-" + stamp + ".json");
     write_file_atomic(result.record, record(r, result, argv, console, modules).dump(2) + "\n");
@@ -253,6 +263,8 @@ class QemuBackend : public BootBackend {
           "--then needs --root 9p: the next kernel and initramfs are read through the host root");
     if (r.accel != "tcg" && r.accel != "kvm")
       throw InputError("--accel " + r.accel + ": expected tcg or kvm");
+    if (r.tcg_thread != "multi" && r.tcg_thread != "single")
+      throw InputError("--tcg-thread " + r.tcg_thread + ": expected single or multi");
     if (r.accel == "kvm" && ::access("/dev/kvm", R_OK | W_OK) != 0)
       throw InputError("--accel kvm: /dev/kvm is not usable here");
     if (r.smp < 1) throw InputError("--smp must be at least 1");
@@ -268,7 +280,7 @@ class QemuBackend : public BootBackend {
   }
 
   static std::vector<std::string> qemu_command(const BootRequest& r, const fs::path& initrd,
-                                               const std::optional<fs::path>& image) {
+                                               const std::optional<fs::path>& image, const fs::path& share) {
     std::string smp = std::to_string(r.smp);
     if (r.topology)
       smp += fmt::format(",sockets={},cores={},threads={}", r.topology->sockets, r.topology->cores,
@@ -279,7 +291,7 @@ class QemuBackend : public BootBackend {
     const std::string append = guest_append(r);
     std::vector<std::string> argv{"qemu-system-x86_64",
                                   "-accel",
-                                  r.accel,
+                                  r.accel == "tcg" ? "tcg,thread=" + r.tcg_thread : r.accel,
                                   "-name",
                                   "schedlab-" + r.recipe.name + ",debug-threads=on",
                                   "-cpu",
@@ -319,8 +331,8 @@ class QemuBackend : public BootBackend {
     // own /tmp and /run, where a CI checkout's build tree would otherwise be hidden.
     argv.insert(argv.end(), {"-virtfs", "local,path=" + r.schedlab_binary.parent_path().string() +
                                             ",mount_tag=suite,security_model=none,readonly=on"});
-    argv.insert(argv.end(), {"-virtfs", "local,path=" + fs::absolute(r.out_dir).string() +
-                                            ",mount_tag=out,security_model=none"});
+    argv.insert(argv.end(),
+                {"-virtfs", "local,path=" + share.string() + ",mount_tag=out,security_model=none"});
     return argv;
   }
 
@@ -339,6 +351,7 @@ class QemuBackend : public BootBackend {
          {{"package", r.kernel.package}, {"version", r.kernel.version}, {"release", r.kernel.release}}},
         {"guest",
          {{"accel", r.accel},
+          {"tcg_thread", r.accel == "tcg" ? json(r.tcg_thread) : json(nullptr)},
           {"smp", r.smp},
           {"memory_mib", r.memory_mib},
           {"topology", r.topology ? json{{"sockets", r.topology->sockets},

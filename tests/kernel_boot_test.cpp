@@ -183,6 +183,46 @@ TEST(KernelBoot, ABrokenBootIsBootFailedWithConsoleLines) {
   EXPECT_NE(record["console_tail"].get<std::string>().find("Kernel panic"), std::string::npos);
 }
 
+// A guest whose kernel dies after its trials keeps their bundles: each went to the host as soon as the
+// run wrote it. `schedlab.crash_after_run` makes /init crash the kernel (sysrq c) right after the run,
+// before its own end-of-run copy, once the bundles have reached the share. One boot, ~20 s.
+TEST(KernelBoot, AGuestThatPanicsAfterItsTrialsKeepsTheirBundles) {
+  std::string why;
+  if (!can_boot(why)) GTEST_SKIP() << why;
+  TempDir dir;
+  auto o =
+      testing::schedlab(kKernel + "boot debian-6.12 --timeout 300 --append schedlab.crash_after_run --out " +
+                        dir.path().string() +
+                        " -- run --workload yield --trials 2 --repetitions 1 --param yield.yields=20000"
+                        " --settle-timeout 0 --no-counters");
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("debian-6.12: boot-failed: kernel panic: \"["), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("sysrq triggered crash\""), std::string::npos) << o.out;
+  auto bundles = files_with(dir.path(), "2", ".json");
+  ASSERT_EQ(bundles.size(), 2U) << o.out;
+  json listed = json::array();
+  for (const auto& b : bundles) {
+    EXPECT_NE(o.out.find("bundle: " + b.string()), std::string::npos) << o.out;
+    EXPECT_EQ(load(b)["kernel"]["booted_by"]["recipe"], "debian-6.12") << b;
+    listed.push_back(b.filename().string());
+  }
+  auto records = files_with(dir.path(), "boot-debian-6.12-", ".json");
+  ASSERT_EQ(records.size(), 1U);
+  const auto record = load(records[0]);
+  EXPECT_EQ(record["status"], "boot-failed");
+  EXPECT_EQ(record["bundles"], listed);
+  // The console as lines: no "\r" left, no blank line between every line.
+  const auto tail = record["console_tail"].get<std::string>();
+  EXPECT_EQ(tail.find('\r'), std::string::npos);
+  EXPECT_EQ(tail.find("\n\n"), std::string::npos) << tail;
+  const auto console = testing::slurp(dir.path() / record["console_log"].get<std::string>());
+  EXPECT_EQ(console.find('\r'), std::string::npos);
+  EXPECT_NE(console.find("SCHEDLAB-COPIED " + listed[0].get<std::string>()), std::string::npos) << console;
+  // The guest's share folder is gone once its files moved into --out.
+  for (const auto& f : testing::files_in(dir.path()))
+    EXPECT_NE(f.filename().string().rfind(".guest-", 0), 0U) << f;
+}
+
 TEST(KernelBoot, ACorruptedImageHangsAndHitsTheBootTimeout) {
   std::string why;
   if (!can_boot(why)) GTEST_SKIP() << why;

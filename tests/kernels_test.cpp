@@ -1,13 +1,20 @@
 // kernels/: recipes, config checks, apt output, the module closure, the lab backends' commands and
 // the process runner. Nothing here downloads or boots (kernel_boot_test does).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "cli_util.hpp"
 #include "core/error.hpp"
 #include "kernels/boot_backend.hpp"
 #include "kernels/config_check.hpp"
+#include "kernels/console.hpp"
 #include "kernels/initramfs.hpp"
 #include "kernels/lab_backends.hpp"
 #include "kernels/package_cache.hpp"
@@ -491,6 +498,66 @@ TEST(KernelCli, KexecDryRunPrintsTheCommands) {
   EXPECT_EQ(o.code, 0) << o.out;
   EXPECT_NE(o.out.find("kexec -l /boot/vmlinuz-6.1.0-"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("\nsync\n"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace schedlab
+
+namespace schedlab {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+bool wait_for_file(const fs::path& p, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!fs::exists(p)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// The guest's bundle collector, on the host: a bundle renamed into the run's --out reaches the share
+// while the run goes on (not only when it ends), temporary files never do, and what is left at the
+// end (a file written in place) is copied when /init stops the collector.
+TEST(KernelCli, GuestCollectCopiesEachFinishedBundleAsSoonAsItIsWritten) {
+  TempDir dir;
+  const fs::path from = dir.path() / "run-out", to = dir.path() / "share";
+  fs::create_directories(from);
+  fs::create_directories(to);
+  const fs::path log = dir.path() / "collect.log";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (!f) ::_exit(125);
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    ::execl(SCHEDLAB_BINARY, SCHEDLAB_BINARY, "kernel", "guest-collect", from.c_str(), to.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its watch is set
+  // The runner's write: a hidden temporary name, then a rename to the bundle's name.
+  std::ofstream(from / ".r1-trial0.json.Ab12Cd") << "{\"trial\": 0}\n";
+  EXPECT_FALSE(wait_for_file(to / ".r1-trial0.json.Ab12Cd", std::chrono::seconds(1)));
+  fs::rename(from / ".r1-trial0.json.Ab12Cd", from / "r1-trial0.json");
+  EXPECT_TRUE(wait_for_file(to / "r1-trial0.json", std::chrono::seconds(10))) << testing::slurp(log);
+  EXPECT_EQ(testing::slurp(to / "r1-trial0.json"), "{\"trial\": 0}\n");
+  std::ofstream(from / "r1-trial1.json") << "{\"trial\": 1}\n";  // written in place
+  EXPECT_TRUE(wait_for_file(to / "r1-trial1.json", std::chrono::seconds(10))) << testing::slurp(log);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << testing::slurp(log);
+  EXPECT_EQ(testing::slurp(to / "r1-trial1.json"), "{\"trial\": 1}\n");
+  std::vector<std::string> names;
+  for (const auto& f : testing::files_in(to)) names.push_back(f.filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"r1-trial0.json", "r1-trial1.json"}));
+  const auto out = testing::slurp(log);
+  EXPECT_NE(out.find("SCHEDLAB-COPIED r1-trial0.json 13\n"), std::string::npos) << out;
 }
 
 }  // namespace
