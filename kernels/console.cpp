@@ -52,8 +52,10 @@ std::string normalise_console(const std::string& raw) {
     }
     std::size_t j = i;
     while (j < text.size() && text[j] == '\r') ++j;
-    out += '\n';
-    i = j < text.size() && text[j] == '\n' ? j : j - 1;  // "\r\n" and "\r\r\n" are one line end
+    const bool line_end = j < text.size() && text[j] == '\n';  // "\r\n" and "\r\r\n" are one line end
+    // A lone "\r" at the start of a line (a progress line clearing itself) moves nothing.
+    if (line_end || (!out.empty() && out.back() != '\n')) out += '\n';
+    i = line_end ? j : j - 1;
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "cli_util.hpp"
@@ -358,6 +359,42 @@ TEST(LabBackends, ResumeSetsAVariantsSchedFeaturesBeforeTheSuiteAndRefusesWhatTh
   EXPECT_NE(o.reason.find("sched tunable base_slice_ns=1500000: cannot write"), std::string::npos)
       << o.reason;
   EXPECT_EQ(runs, 0);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// A real console (tests/fixtures/qemu-console-6.12-sysrq-crash): CR LF line ends, progress lines that
+// rewrite themselves with "\r\x1b[K", a kernel that panics in the middle of a trial.
+TEST(Console, ARealGuestConsoleBecomesOneLinePerLineAndNamesThePanic) {
+  const auto raw = testing::slurp(SCHEDLAB_FIXTURES_DIR "/qemu-console-6.12-sysrq-crash/console.raw");
+  ASSERT_NE(raw.find("\r\n"), std::string::npos) << "the fixture is the raw capture";
+  const auto text = normalise_console(raw);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find("\n\n"), std::string::npos) << text;  // the old console_tail: a blank after each
+  const auto lines = lines_of(text);
+  auto has_line = [&](const std::string& l) {
+    return std::find(lines.begin(), lines.end(), l) != lines.end();
+  };
+  EXPECT_TRUE(has_line("SCHEDLAB-START uptime 8.39")) << text;
+  EXPECT_TRUE(has_line("yield trial 2/3 rep 2/3 · 4 s elapsed · ~3 s left")) << text;  // a progress rewrite
+  EXPECT_TRUE(has_line("wrote /run/schedlab-out/20261201T224617Z-2c10fd-trial1.json")) << text;
+  EXPECT_TRUE(has_line("[   19.293929] Kernel panic - not syncing: sysrq triggered crash")) << text;
+
+  ConsoleWatcher watcher;
+  std::size_t ended_at = 0;
+  for (; ended_at < lines.size(); ++ended_at)
+    if (watcher.feed(lines[ended_at])) break;
+  ASSERT_LT(ended_at, lines.size());
+  EXPECT_EQ(lines[ended_at], "[   19.293929] Kernel panic - not syncing: sysrq triggered crash");
+  EXPECT_FALSE(watcher.first_oops()) << *watcher.first_oops();
+  EXPECT_EQ(watcher.failure(),
+            "kernel panic: \"[   19.293929] Kernel panic - not syncing: sysrq triggered crash\"");
 }
 
 TEST(Topology, ParsesSocketsCoresThreads) {
