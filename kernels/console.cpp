@@ -57,7 +57,9 @@ std::string normalise_console(const std::string& raw) {
     if (line_end || (!out.empty() && out.back() != '\n')) out += '\n';
     i = line_end ? j : j - 1;
   }
-  return out;
+  // A kernel message printed while a progress line was pending starts mid-line: give it its own.
+  static const std::regex glued_stamp(R"(([^\n])(\[ *[0-9]+\.[0-9]{6}\] ))");
+  return std::regex_replace(out, glued_stamp, "$1\n$2");
 }
 
 bool ConsoleWatcher::feed(const std::string& line) {

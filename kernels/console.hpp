@@ -6,8 +6,9 @@
 namespace schedlab::kernels {
 
 // The console as text: "\r\n" (the serial driver's and the tty's line end, sometimes "\r\r\n") becomes
-// one "\n", a lone "\r" (a progress line rewriting itself, or a kernel message printed right after one)
-// ends its line, and terminal resets and colours ("\x1bc", "\x1b[0m") are dropped.
+// one "\n", a lone "\r" (a progress line rewriting itself) ends its line, a kernel message glued to the
+// end of a progress line ("~7 s left[   61.382039] Oops: int3") starts a line of its own, and terminal
+// resets and colours ("\x1bc", "\x1b[0m") are dropped.
 std::string normalise_console(const std::string& raw);
 
 // Watches console lines, in order, for a guest that failed. The reason it gives is the FIRST sign of

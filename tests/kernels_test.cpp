@@ -397,6 +397,39 @@ TEST(Console, ARealGuestConsoleBecomesOneLinePerLineAndNamesThePanic) {
             "kernel panic: \"[   19.293929] Kernel panic - not syncing: sysrq triggered crash\"");
 }
 
+// A real Oops (tests/fixtures/qemu-console-6.12-int3-oops): 6.12's int3 under multi-threaded TCG, its
+// header glued to a progress line, then "Kernel panic - not syncing: Fatal exception in interrupt".
+TEST(Console, TheReasonIsTheFirstOopsLineNotTheFinalPanic) {
+  const auto raw = testing::slurp(SCHEDLAB_FIXTURES_DIR "/qemu-console-6.12-int3-oops/console.raw");
+  const std::string oops = "[   61.382039] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI";
+  const std::string panic = "[   61.391147] Kernel panic - not syncing: Fatal exception in interrupt";
+  ASSERT_NE(raw.find("~7 s left" + oops), std::string::npos) << "the fixture's Oops is glued";
+  const auto text = normalise_console(raw);
+  const auto lines = lines_of(text);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), oops), lines.end()) << text;
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "yield trial 2/3 rep 2/3 · 36 s elapsed · ~7 s left"),
+            lines.end())
+      << text;
+  const std::string expected = "kernel panic: \"" + oops + "\" (then \"" + panic + "\")";
+  // The raw lines as the qemu backend sees them (split at "\r\n" and "\r", escapes still in), and the
+  // normalised log's lines: the same reason from both.
+  for (const auto& source : {lines_of(raw), lines}) {
+    ConsoleWatcher watcher;
+    std::optional<std::string> ended_on;
+    for (auto line : source) {
+      line.erase(std::remove(line.begin(), line.end(), '\r'), line.end());
+      if (watcher.feed(line)) {
+        ended_on = line;
+        break;
+      }
+    }
+    ASSERT_TRUE(ended_on);
+    EXPECT_NE(ended_on->find("Kernel panic - not syncing"), std::string::npos) << *ended_on;
+    EXPECT_EQ(watcher.first_oops(), oops);
+    EXPECT_EQ(watcher.failure(), expected);
+  }
+}
+
 TEST(Topology, ParsesSocketsCoresThreads) {
   auto t = parse_topology("sockets=2,cores=2,threads=2");
   EXPECT_EQ(t.cpus(), 8);
