@@ -84,7 +84,9 @@ KernelCommand::KernelCommand(CLI::App& app) {
   boot_->add_option("--numa", numa_, "NUMA nodes (CPUs and memory split evenly)")->default_val(0);
   boot_->add_option("--cpu", cpu_, "qemu CPU model (default qemu64; Nehalem when the topology has threads)");
   boot_->add_option("--accel", accel_, "tcg | kvm")->default_val("tcg");
-  boot_->add_option("--tcg-thread", tcg_thread_, "tcg: multi (a host thread per vCPU) | single");
+  boot_->add_option("--tcg-thread", tcg_thread_,
+                    "tcg: single (default: one host thread for all vCPUs) | multi (a thread per vCPU; "
+                    "faster boots, but 6.12 guests can die of a stale int3)");
   boot_
       ->add_option("--root", root_,
                    "9p: the host's / over virtio-9p, cache=loose; image: ext4 image of /usr, /etc")

@@ -46,8 +46,11 @@ struct BootRequest {
   int numa_nodes = 0;
   std::string cpu_model;      // empty: qemu64, or Nehalem when the topology has SMT threads
   std::string accel = "tcg";  // tcg | kvm
-  // TCG's vCPU threads: "multi" (a host thread per vCPU) or "single" (one host thread runs them all).
-  std::string tcg_thread = "multi";
+  // TCG's vCPU threads: "single" (one host thread runs every vCPU in turn) or "multi" (a host thread per
+  // vCPU). Single by default: under multi-threaded TCG a vCPU can run a stale translation of kernel text
+  // another vCPU has just re-patched (a static key flipped by text_poke_bp), and the guest dies of an
+  // "Oops: int3" (kernels/README.md has the counts and the boot-time cost).
+  std::string tcg_thread = "single";
   RootMode root = RootMode::k9p;
   std::chrono::seconds timeout{900};       // qemu start to the guest's end
   std::chrono::seconds boot_timeout{120};  // qemu start to the guest's /init (a kernel that hangs early)

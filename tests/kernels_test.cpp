@@ -563,6 +563,24 @@ TEST(KernelCli, QemuDryRunShowsTheGuestTopology) {
   EXPECT_EQ(out_arg.code, 2) << out_arg.out;
 }
 
+// Issue 28 item 13: single-threaded TCG is the default (multi-threaded TCG kills 6.12 guests with a stale
+// int3 when a static key is re-patched); --tcg-thread multi is still there, and a typo is bad input.
+TEST(KernelCli, QemuBootsAreSingleThreadedTcgByDefault) {
+  TempDir dir;
+  const std::string boot = "kernel --cache-dir " + dir.path().string() +
+                           " boot debian-6.12 --dry-run --out " + (dir.path() / "out").string();
+  auto o = testing::schedlab(boot + " -- run --workload yield");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("qemu-system-x86_64 -accel tcg,thread=single "), std::string::npos) << o.out;
+  auto multi = testing::schedlab(boot + " --tcg-thread multi -- run --workload yield");
+  EXPECT_EQ(multi.code, 0) << multi.out;
+  EXPECT_NE(multi.out.find("qemu-system-x86_64 -accel tcg,thread=multi "), std::string::npos) << multi.out;
+  auto bad = testing::schedlab(boot + " --tcg-thread many -- run --workload yield");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--tcg-thread many: expected single or multi"), std::string::npos) << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out"));
+}
+
 TEST(KernelCli, KexecDryRunPrintsTheCommands) {
   auto o = testing::schedlab("kernel boot debian-6.1 --backend kexec --dry-run -- run --workload yield");
   EXPECT_EQ(o.code, 0) << o.out;
