@@ -134,6 +134,7 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
     for (const auto& e : plan_.events) {
       auto enc = encode_event(e);
       if (enc.unknown) throw InputError("--event " + e + ": unknown event (see `schedlab events`)");
+      if (enc.rejected) throw InputError("--event " + e + ": " + enc.reason + " (see `schedlab events`)");
     }
   } else {
     plan_.events.clear();
@@ -143,9 +144,13 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
     if (diag.repetitions < 1) throw InputError("--profile-repetitions must be at least 1");
     if (diag.profile_options.frequency_hz < 1 || diag.profile_options.frequency_hz > 100000)
       throw InputError("--profile-frequency must be within 1..100000 Hz");
-    if (encode_event(libpfm_event_name(diag.profile_options.event)).unknown)
+    const auto profile_event = encode_event(libpfm_event_name(diag.profile_options.event));
+    if (profile_event.unknown)
       throw InputError("--profile-event " + diag.profile_options.event +
                        ": unknown event (see `schedlab events`)");
+    if (profile_event.rejected)
+      throw InputError("--profile-event " + diag.profile_options.event + ": " + profile_event.reason +
+                       " (see `schedlab events`)");
   }
   check_output_dir(plan_.out_dir);
 }
