@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <random>
 
@@ -21,6 +22,7 @@
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
 #include "core/summary.hpp"
+#include "diff/sides.hpp"
 #include "export/gbench.hpp"
 #include "workloads/registry.hpp"
 
@@ -130,7 +132,18 @@ int cmd_run(const RunArgs& args) {
   return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
 }
 
+// A bundle, or a directory of them (a run's trials, as `diff` takes it): each trial's summary in the
+// order the trials started.
 int cmd_show(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto side = load_side(path, path);
+    std::cout << fmt::format("directory {}: {} bundle(s)\n", path, side.bundles.size());
+    for (const auto& [file, bundle] : side.bundles)
+      std::cout << "\n"
+                << format_summary(bundle, file.string(), noise_warnings(bundle.environment, bundle.host));
+    return 0;
+  }
   auto bundle = load_bundle(path);
   std::cout << format_summary(bundle, path, noise_warnings(bundle.environment, bundle.host));
   return 0;
@@ -257,8 +270,9 @@ int run_cli(int argc, char** argv) {
       "else ~/.cache/schedlab)");
 
   std::string show_path;
-  auto* show = app.add_subcommand("show", "Summarise a bundle");
-  show->add_option("BUNDLE", show_path, "A bundle file")->required();
+  auto* show =
+      app.add_subcommand("show", "Summarise a bundle, or each bundle of a directory (a run's trials)");
+  show->add_option("BUNDLE", show_path, "A bundle file, or a directory of bundles")->required();
 
   auto* workloads = app.add_subcommand("workloads", "List workloads, their parameters and metrics");
   bool all_events = false;

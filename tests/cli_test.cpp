@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "cli_util.hpp"
@@ -76,6 +77,50 @@ TEST(Cli, AnEventThatEncodesButDoesNotOpenIsRecordedNotRefused) {
     EXPECT_NE(cycles.reason.find("perf_event_open"), std::string::npos) << cycles.reason;
   }
   EXPECT_TRUE(counters.at("perf::TASK-CLOCK").ok()) << counters.at("perf::TASK-CLOCK").reason;
+}
+
+// `show` takes what `diff` takes: a directory of trials (real captures, named -trial0/-trial1 before
+// the files were numbered from 1) gets each trial's summary, in the order they ran.
+TEST(Cli, ShowOnADirectorySummarisesEachTrial) {
+  const auto trials = std::filesystem::path(SCHEDLAB_FIXTURES_DIR) / "profile" / "counters-per-cgroup";
+  auto o = schedlab("show " + trials.string());
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out.rfind("directory " + trials.string() + ": 2 bundle(s)\n", 0), 0u) << o.out;
+  const auto first = o.out.find("bundle   " + (trials / "20261201T035427Z-0eb284-trial0.json").string());
+  const auto second = o.out.find("bundle   " + (trials / "20261201T035427Z-0eb284-trial1.json").string());
+  ASSERT_NE(first, std::string::npos) << o.out;
+  ASSERT_NE(second, std::string::npos) << o.out;
+  EXPECT_LT(first, second) << o.out;
+  EXPECT_NE(o.out.find("trial 1/2", first), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("trial 2/2", second), std::string::npos) << o.out;
+
+  TempDir empty;
+  auto none = schedlab("show " + empty.path().string());
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find(empty.path().string() + ": directory holds no schedlab result bundle"),
+            std::string::npos)
+      << none.out;
+}
+
+// A label is looked up among every bundle under --store: one damaged file there is skipped with a
+// warning naming it, instead of failing the lookup of unrelated bundles.
+TEST(Cli, AMalformedBundleInTheStoreIsSkippedWithAWarning) {
+  TempDir store;
+  const auto fixtures = std::filesystem::path(SCHEDLAB_FIXTURES_DIR) / "profile";
+  std::filesystem::copy(fixtures / "counters-per-cgroup", store.path() / "a");
+  const auto broken = store.path() / "b" / "broken.json";
+  std::filesystem::create_directories(broken.parent_path());
+  testing::spit(broken, "{\"schema\": \"schedlab.result/1\", \"run_id\": ");
+  auto o = schedlab("diff counters-per-cgroup " + (fixtures / "counters-per-cgroup").string() + " --store " +
+                    store.path().string());
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("schedlab: warning: " + broken.string() + ": not valid JSON"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("skipped while looking bundles up in " + store.path().string()), std::string::npos)
+      << o.out;
+  // Given as a side itself, the damaged file is still an error.
+  auto direct = schedlab("diff " + broken.string() + " " + (fixtures / "counters-per-cgroup").string());
+  EXPECT_EQ(direct.code, 2) << direct.out;
 }
 
 TEST(Cli, WorkloadsAndEventsList) {
