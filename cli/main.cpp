@@ -169,7 +169,7 @@ int cmd_export(const ExportArgs& a) {
 std::string range_text(const ParamSpec& p) {
   if (p.kind == ParamKind::kChoice) {
     std::string out;
-    for (const auto& c : p.choices) out += (out.empty() ? "" : "|") + (c.back() == ':' ? c + "PRIO" : c);
+    for (const auto& c : p.choices) out += (out.empty() ? "" : "|") + c;  // "hogs:N": a value after "hogs:"
     return out;
   }
   if (!p.min && !p.max) return "";
