@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include "cli/campaign_command.hpp"
@@ -84,8 +85,14 @@ RunPlan make_plan(const RunArgs& a) {
     plan.repetitions = a.repetitions_given ? a.repetitions : 9;
     plan.smoke = plan.repetitions < 5;
   }
+  std::map<std::string, std::string> given;  // WORKLOAD.KEY -> the --param that set it
   for (const auto& text : a.params) {
     auto [workload, key, value] = split_param(text);
+    // A second value would silently replace the first; a list value is how to run both.
+    if (auto [it, fresh] = given.emplace(workload + "." + key, text); !fresh)
+      throw InputError("--param " + text + ": " + workload + "." + key + " is already given (--param " +
+                       it->second + "); give it once, or a list such as " + workload + "." + key +
+                       "=[A,B] to sweep");
     bool applied = false;
     for (auto& in : plan.instances)
       if (in.workload == workload) {

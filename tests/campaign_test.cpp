@@ -421,12 +421,16 @@ TEST(CampaignCheck, PrintsThePlanThroughTheBinary) {
       << o.out;
   EXPECT_NE(o.out.find("schedule: once"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("estimated duration: no past runs: unknown"), std::string::npos) << o.out;
+  // The smoke campaign runs on the running kernel: no recipe, so nothing to boot by qemu.
+  EXPECT_NE(o.out.find("; on the running kernel, nothing is booted\n"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("boot by"), std::string::npos) << o.out;
 
   auto nightly = testing::schedlab("campaign check " + (kExamples / "nightly.toml").string());
   EXPECT_EQ(nightly.code, 0) << nightly.out;
   EXPECT_NE(nightly.out.find("schedule: *-*-* 02:00:00; next run "), std::string::npos) << nightly.out;
   EXPECT_NE(nightly.out.find("total: 36 steps"), std::string::npos) << nightly.out;
   EXPECT_NE(nightly.out.find("36 boots"), std::string::npos) << nightly.out;
+  EXPECT_NE(nightly.out.find("; recipes boot by kexec\n"), std::string::npos) << nightly.out;
 }
 
 // `campaign check` must refuse what `schedlab daemon` then refuses (issue #28: it accepted a host name

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -41,6 +42,9 @@ TEST(Cli, BadInputIsOneClearLineExitTwoAndNothingWritten) {
                    "--event cycles:x: libpfm4 cannot encode 'cycles:x': invalid event attribute");
   expect_bad_input("run --workload yield --profile --profile-event cpu-clock:x",
                    "--profile-event cpu-clock:x: libpfm4 cannot encode");
+  // A second value for one parameter would silently replace the first.
+  expect_bad_input("run --workload yield --param yield.yields=1000 --param yield.yields=2000",
+                   "--param yield.yields=2000: yield.yields is already given (--param yield.yields=1000)");
   if (!read_topology(HostPaths::live()).smt_active())
     expect_bad_input("run --workload yield --param yield.placement=smt-sibling",
                      "placement smt-sibling is not possible here");
@@ -156,6 +160,38 @@ TEST(Cli, InterruptKillsTheWorkloadAndKeepsWhatWasMeasured) {
   EXPECT_EQ(show.code, 0);
   EXPECT_NE(show.out.find("interrupted by a signal"), std::string::npos) << show.out;
   EXPECT_EQ(testing::threads_named("schedlab-yield"), std::vector<std::string>{});
+}
+
+// One numbering for people: files, `show` and the progress lines count trials and repetitions from 1
+// (the bundle's `trial` and `index` fields stay 0-based).
+TEST(Cli, TrialsAndRepetitionsAreCountedFromOneEverywhereTheyArePrinted) {
+  TempDir dir;
+  // Every repetition reaches its time limit: the log and the summary both name the failed ones. The
+  // traced (diagnostic) repetition after the timed ones is not "rep 3/2".
+  auto o = schedlab(
+      "run --workload yield --repetitions 2 --trials 2 --settle-timeout 0 --no-counters --timeout 0.3"
+      " --param yield.yields=100000000 --param yield.duration_s=60 --trace --out " +
+      dir.path().string());
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("yield trial 2/2 diagnostic 1: timeout"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("rep 3/2"), std::string::npos) << o.out;
+  for (int rep = 1; rep <= 2; ++rep) {
+    EXPECT_NE(o.out.find("yield trial 2/2 rep " + std::to_string(rep) + "/2: timeout"), std::string::npos)
+        << o.out;
+    EXPECT_NE(o.out.find("  repetition " + std::to_string(rep) + ": timeout"), std::string::npos) << o.out;
+  }
+  EXPECT_EQ(o.out.find("repetition 0:"), std::string::npos) << o.out;
+  auto files = files_in(dir.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 2u) << o.out;
+  for (int trial = 1; trial <= 2; ++trial) {
+    const auto& file = files[static_cast<std::size_t>(trial - 1)];
+    const std::string suffix = "-trial" + std::to_string(trial) + ".json";
+    EXPECT_TRUE(file.string().ends_with(suffix)) << file;
+    EXPECT_EQ(load_bundle(file).trial, trial - 1) << "the bundle's index stays 0-based";
+    auto show = schedlab("show " + file.string());
+    EXPECT_NE(show.out.find(" trial " + std::to_string(trial) + "/2,"), std::string::npos) << show.out;
+  }
 }
 
 }  // namespace

@@ -8,7 +8,11 @@ namespace schedlab {
 namespace {
 
 std::string rep_label(const ProgressState& s) {
-  std::string r = s.repetition == 0 ? "warm-up" : fmt::format("rep {}/{}", s.repetition, s.repetitions);
+  // Counted from 1, as the summary counts them; diagnostic repetitions follow the timed ones.
+  std::string r = s.repetition == 0 ? "warm-up"
+                  : s.repetition <= s.repetitions
+                      ? fmt::format("rep {}/{}", s.repetition, s.repetitions)
+                      : fmt::format("diagnostic {}", s.repetition - s.repetitions);
   if (s.trials > 1) r = fmt::format("trial {}/{} {}", s.trial + 1, s.trials, r);
   return r;
 }

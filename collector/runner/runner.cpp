@@ -290,7 +290,9 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
       bundle.instances.push_back(std::move(inst));
     }
     bundle.finished_at = utc_timestamp();
-    const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial);
+    // Named as people count, as `show` and the progress lines do ("trial 1/3"); the bundle's `trial`
+    // field stays the 0-based index that the diff and the store order trials by.
+    const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial + 1);
     write_bundle(path, bundle);
     outcome.bundles.push_back(path);
     progress.message("wrote " + path.string());
