@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -127,6 +128,9 @@ int cmd_run(const RunArgs& args) {
   PreparedRun run(make_plan(args), HostPaths::live());
   auto progress = make_progress(stderr);
   auto outcome = execute(run, *progress);
+  // The bundles are written: a reader that went away (`| head`) loses text, and the exit code still
+  // says how the work went.
+  std::signal(SIGPIPE, SIG_IGN);
   for (const auto& path : outcome.bundles) {
     auto bundle = load_bundle(path);
     std::cout << format_summary(bundle, path.string(), noise_warnings(bundle.environment, bundle.host))

@@ -162,6 +162,34 @@ TEST(Cli, InterruptKillsTheWorkloadAndKeepsWhatWasMeasured) {
   EXPECT_EQ(testing::threads_named("schedlab-yield"), std::vector<std::string>{});
 }
 
+// `run ... 2>&1 | head`: the reader goes away and the next progress line raises SIGPIPE. The run stops
+// as on SIGINT and keeps what it measured, instead of dying with no bundle (issue #28).
+TEST(Cli, ABrokenPipeStopsTheRunAndKeepsWhatWasMeasured) {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto rc = dir.path() / "rc";
+  // 20000 yields take well under a second; five repetitions give the pipe time to break mid-run.
+  testing::sh("( " + std::string(SCHEDLAB_BINARY) +
+              " run --workload yield --repetitions 5 --settle-timeout 0 --no-counters"
+              " --param yield.yields=20000 --out " +
+              out.string() + " 2>&1; echo $? > " + rc.string() + " ) | head -n 1");
+  EXPECT_EQ(testing::slurp(rc), "1\n") << "exit code: 1 (interrupted), not death by SIGPIPE (141)";
+  const auto files = files_in(out);
+  ASSERT_EQ(files.size(), 1u) << "no bundle kept";
+  const auto bundle = load_bundle(files[0]);
+  ASSERT_EQ(bundle.instances.size(), 1u);
+  const auto& in = bundle.instances[0];
+  // Where it stops depends on when head exits: after the warm-up (its "ok" line breaks the pipe), or
+  // in the middle of a repetition, which is then recorded as interrupted.
+  EXPECT_TRUE(in.warmup.has_value());
+  EXPECT_LT(in.repetitions.size(), 5u) << "the run went on after the pipe broke";
+  for (const auto& rep : in.repetitions) {
+    if (!rep.ok()) {
+      EXPECT_EQ(rep.reason, "interrupted by a signal to schedlab; the workload was killed");
+    }
+  }
+}
+
 // One numbering for people: files, `show` and the progress lines count trials and repetitions from 1
 // (the bundle's `trial` and `index` fields stay 0-based).
 TEST(Cli, TrialsAndRepetitionsAreCountedFromOneEverywhereTheyArePrinted) {

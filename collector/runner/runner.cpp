@@ -185,7 +185,9 @@ nlohmann::json instrumentation_record(const DiagnosticsPlan& d) {
 }  // namespace
 
 RunOutcome execute(PreparedRun& run, Progress& progress) {
-  InterruptGuard interrupt;
+  // A closed output (`run ... 2>&1 | head`) stops the run as SIGINT does, and the bundle keeps what was
+  // measured.
+  InterruptGuard interrupt(BrokenPipe::kInterrupts);
   raise_fd_limit();
   const auto& plan = run.plan();
   RunOutcome outcome;
