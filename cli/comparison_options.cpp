@@ -1,5 +1,8 @@
 #include "cli/comparison_options.hpp"
 
+#include <iostream>
+#include <set>
+
 namespace schedlab {
 
 void ComparisonOptions::add_to(CLI::App& command) {
@@ -12,7 +15,12 @@ void ComparisonOptions::add_to(CLI::App& command) {
 
 std::vector<Side> ComparisonOptions::load_sides() const {
   std::vector<Side> loaded;
-  for (const auto& spec : sides) loaded.push_back(load_side(spec, store));
+  std::set<std::string> warned;  // two sides looked up in one store skip the same files
+  for (const auto& spec : sides) {
+    loaded.push_back(load_side(spec, store));
+    for (const auto& w : loaded.back().warnings)
+      if (warned.insert(w).second) std::cerr << "schedlab: warning: " << w << "\n";
+  }
   make_names_distinct(loaded);
   return loaded;
 }

@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include "cli/campaign_command.hpp"
@@ -21,6 +24,7 @@
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
 #include "core/summary.hpp"
+#include "diff/sides.hpp"
 #include "export/gbench.hpp"
 #include "workloads/registry.hpp"
 
@@ -82,8 +86,14 @@ RunPlan make_plan(const RunArgs& a) {
     plan.repetitions = a.repetitions_given ? a.repetitions : 9;
     plan.smoke = plan.repetitions < 5;
   }
+  std::map<std::string, std::string> given;  // WORKLOAD.KEY -> the --param that set it
   for (const auto& text : a.params) {
     auto [workload, key, value] = split_param(text);
+    // A second value would silently replace the first; a list value is how to run both.
+    if (auto [it, fresh] = given.emplace(workload + "." + key, text); !fresh)
+      throw InputError("--param " + text + ": " + workload + "." + key + " is already given (--param " +
+                       it->second + "); give it once, or a list such as " + workload + "." + key +
+                       "=[A,B] to sweep");
     bool applied = false;
     for (auto& in : plan.instances)
       if (in.workload == workload) {
@@ -118,6 +128,9 @@ int cmd_run(const RunArgs& args) {
   PreparedRun run(make_plan(args), HostPaths::live());
   auto progress = make_progress(stderr);
   auto outcome = execute(run, *progress);
+  // The bundles are written: a reader that went away (`| head`) loses text, and the exit code still
+  // says how the work went.
+  std::signal(SIGPIPE, SIG_IGN);
   for (const auto& path : outcome.bundles) {
     auto bundle = load_bundle(path);
     std::cout << format_summary(bundle, path.string(), noise_warnings(bundle.environment, bundle.host))
@@ -130,7 +143,18 @@ int cmd_run(const RunArgs& args) {
   return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
 }
 
+// A bundle, or a directory of them (a run's trials, as `diff` takes it): each trial's summary in the
+// order the trials started.
 int cmd_show(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto side = load_side(path, path);
+    std::cout << fmt::format("directory {}: {} bundle(s)\n", path, side.bundles.size());
+    for (const auto& [file, bundle] : side.bundles)
+      std::cout << "\n"
+                << format_summary(bundle, file.string(), noise_warnings(bundle.environment, bundle.host));
+    return 0;
+  }
   auto bundle = load_bundle(path);
   std::cout << format_summary(bundle, path, noise_warnings(bundle.environment, bundle.host));
   return 0;
@@ -156,7 +180,7 @@ int cmd_export(const ExportArgs& a) {
 std::string range_text(const ParamSpec& p) {
   if (p.kind == ParamKind::kChoice) {
     std::string out;
-    for (const auto& c : p.choices) out += (out.empty() ? "" : "|") + (c.back() == ':' ? c + "PRIO" : c);
+    for (const auto& c : p.choices) out += (out.empty() ? "" : "|") + c;  // "hogs:N": a value after "hogs:"
     return out;
   }
   if (!p.min && !p.max) return "";
@@ -257,8 +281,9 @@ int run_cli(int argc, char** argv) {
       "else ~/.cache/schedlab)");
 
   std::string show_path;
-  auto* show = app.add_subcommand("show", "Summarise a bundle");
-  show->add_option("BUNDLE", show_path, "A bundle file")->required();
+  auto* show =
+      app.add_subcommand("show", "Summarise a bundle, or each bundle of a directory (a run's trials)");
+  show->add_option("BUNDLE", show_path, "A bundle file, or a directory of bundles")->required();
 
   auto* workloads = app.add_subcommand("workloads", "List workloads, their parameters and metrics");
   bool all_events = false;

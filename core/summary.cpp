@@ -53,7 +53,8 @@ void append_instance(std::string& out, const Instance& in) {
   if (in.warmup && !in.warmup->ok())
     out += fmt::format("  warm-up: {}: {}\n", in.warmup->status, in.warmup->reason);
   for (const auto& r : in.repetitions)
-    if (!r.ok()) out += fmt::format("  repetition {}: {}: {}\n", r.index, r.status, r.reason);
+    // Counted from 1 as the progress lines count them ("rep 1/3"); the bundle's index is 0-based.
+    if (!r.ok()) out += fmt::format("  repetition {}: {}: {}\n", r.index + 1, r.status, r.reason);
   if (metrics.empty() && counters.empty()) return;
   out += fmt::format("{:<18} {:<26} {:<6} {:>2} {:>12} {:>12} {:>12} {:>6}\n", "instance", "metric", "unit",
                      "n", "median", "min", "max", "cv%");

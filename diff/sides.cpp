@@ -22,8 +22,9 @@ std::vector<fs::path> bundle_files_under(const fs::path& dir) {
   return files;
 }
 
-// A directory may hold other JSON (exports, diffs): only files that declare our schema are bundles,
-// and of those every one must load, so a damaged bundle is reported rather than skipped.
+// A directory may hold other JSON (exports, diffs): only files that declare our schema are bundles.
+// Of a directory given as a side every one must load, so a damaged trial is reported rather than
+// skipped; a store lookup skips it with a warning (load_store).
 bool declares_bundle_schema(const fs::path& file) {
   try {
     auto j = nlohmann::json::parse(std::ifstream(file), nullptr, /*allow_exceptions=*/true);
@@ -39,6 +40,22 @@ std::vector<LoadedBundle> load_directory(const fs::path& dir) {
   for (const auto& file : bundle_files_under(dir)) {
     if (!declares_bundle_schema(file)) continue;
     out.push_back({file, load_bundle(file)});
+  }
+  return out;
+}
+
+// A store is everything ever written under a directory: one damaged file in it must not make a
+// lookup of unrelated bundles fail, so it is skipped with a warning naming it.
+std::vector<LoadedBundle> load_store(const fs::path& dir, std::vector<std::string>& warnings) {
+  std::vector<LoadedBundle> out;
+  for (const auto& file : bundle_files_under(dir)) {
+    if (!declares_bundle_schema(file)) continue;
+    try {
+      out.push_back({file, load_bundle(file)});
+    } catch (const InputError& e) {
+      warnings.push_back(std::string(e.what()) + " (skipped while looking bundles up in " + dir.string() +
+                         ")");
+    }
   }
   return out;
 }
@@ -73,7 +90,7 @@ Side load_side(const std::string& spec, const fs::path& store_dir) {
       throw InputError(spec + ": no such file or directory, and no store directory " + store_dir.string() +
                        " to look it up in as a configuration hash or label");
     }
-    for (auto& loaded : load_directory(store_dir)) {
+    for (auto& loaded : load_store(store_dir, side.warnings)) {
       if (matches_query(loaded.bundle, spec)) side.bundles.push_back(std::move(loaded));
     }
     if (side.bundles.empty()) {

@@ -18,6 +18,7 @@ struct Side {
   std::string spec;                   // as given
   std::string name;                   // for tables: the label the bundles share, else the spec
   std::vector<LoadedBundle> bundles;  // trials, in the order they started
+  std::vector<std::string> warnings;  // files a store lookup skipped (damaged bundles), each named
 };
 
 // Throws InputError naming the spec (or the bundle's file and JSON path) when nothing usable is found.

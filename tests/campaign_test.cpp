@@ -294,6 +294,9 @@ TEST(CampaignErrors, MissingAndMistypedCampaignKeys) {
                "'cyclez': unknown event");
   expect_error(kHeader + "counters = false\nevents = [\"cycles\"]\n" + w, 7, "[campaign] events",
                "contradicts counters = false");
+  // A modifier libpfm4 rejects: the name cannot be encoded, so no run could count it.
+  expect_error(kHeader + "events = [\"cycles:u\", \"cycles:x\"]\n" + w, 6, "[campaign] events",
+               "libpfm4 cannot encode 'cycles:x': invalid event attribute");
 }
 
 TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
@@ -342,7 +345,16 @@ TEST(CampaignErrors, LabBoots) {
 TEST(CampaignErrors, Exporter) {
   const std::string w = "[[workload]]\nname = \"yield\"\n";
   expect_error(kHeader + "[exporter]\nlisten = \"localhost\"\n" + w, 7, "[exporter] listen",
-               "expected HOST:PORT");
+               "expected a numeric IPV4:PORT");
+  // The daemon's exporter refuses host names (it would listen wherever they resolve): so does the check.
+  expect_error(kHeader + "[exporter]\nlisten = \"localhost:19465\"\n" + w, 7, "[exporter] listen",
+               "\"localhost\" is not a numeric IPv4 address");
+  expect_error(kHeader + "[exporter]\nlisten = \"127.0.0.1:65536\"\n" + w, 7, "[exporter] listen",
+               "is not a port number");
+  for (const char* good : {"127.0.0.1:19465", "0.0.0.0:9464", "[::1]:9464", ""}) {
+    CampaignFile f(kHeader + "[exporter]\nlisten = \"" + good + "\"\n" + w);
+    EXPECT_EQ(f.load().exporter.listen, good);
+  }
   expect_error(kHeader + "[exporter]\npushgateway = \"gw:9091\"\n" + w, 7, "[exporter] pushgateway",
                "expected an http:// or https:// URL");
   expect_error(kHeader + "[exporter]\nconfigurations_per_host = 0\n" + w, 7,
@@ -409,12 +421,35 @@ TEST(CampaignCheck, PrintsThePlanThroughTheBinary) {
       << o.out;
   EXPECT_NE(o.out.find("schedule: once"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("estimated duration: no past runs: unknown"), std::string::npos) << o.out;
+  // The smoke campaign runs on the running kernel: no recipe, so nothing to boot by qemu.
+  EXPECT_NE(o.out.find("; on the running kernel, nothing is booted\n"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("boot by"), std::string::npos) << o.out;
 
   auto nightly = testing::schedlab("campaign check " + (kExamples / "nightly.toml").string());
   EXPECT_EQ(nightly.code, 0) << nightly.out;
   EXPECT_NE(nightly.out.find("schedule: *-*-* 02:00:00; next run "), std::string::npos) << nightly.out;
   EXPECT_NE(nightly.out.find("total: 36 steps"), std::string::npos) << nightly.out;
   EXPECT_NE(nightly.out.find("36 boots"), std::string::npos) << nightly.out;
+  EXPECT_NE(nightly.out.find("; recipes boot by kexec\n"), std::string::npos) << nightly.out;
+}
+
+// `campaign check` must refuse what `schedlab daemon` then refuses (issue #28: it accepted a host name
+// that the exporter would not listen on).
+TEST(CampaignCheck, RefusesTheListenAddressTheDaemonRefuses) {
+  TempDir dir;  // where a daemon that went ahead would write: it must stay empty
+  CampaignFile f("[campaign]\nname = \"t\"\nschedule = \"once\"\nstore = \"sqlite://" +
+                 (dir.path() / "store.db").string() + "\"\noutput = \"" + (dir.path() / "bundles").string() +
+                 "\"\n[exporter]\nlisten = \"localhost:19465\"\n[[workload]]\nname = \"yield\"\n");
+  const std::string expected = "schedlab: " + f.path().string() +
+                               ":7: [exporter] listen: \"localhost:19465\": \"localhost\" is not a numeric "
+                               "IPv4 address";
+  auto check = testing::schedlab("campaign check " + f.path().string());
+  EXPECT_EQ(check.code, 2) << check.out;
+  EXPECT_EQ(check.out.rfind(expected, 0), 0u) << check.out;
+  auto daemon = testing::schedlab("daemon --config " + f.path().string());
+  EXPECT_EQ(daemon.code, 2) << daemon.out;
+  EXPECT_NE(daemon.out.find("\"localhost\" is not a numeric IPv4 address"), std::string::npos) << daemon.out;
+  EXPECT_TRUE(testing::files_in(dir.path()).empty());
 }
 
 TEST(CampaignCheck, BadFileIsExitTwoWithFileLineKey) {

@@ -144,6 +144,22 @@ TEST(PerfSource, EventLibpfmDoesNotKnowIsUnsupportedAndUnknown) {
   EXPECT_NE(c.reason.find("libpfm4 cannot encode 'no-such-event'"), std::string::npos);
 }
 
+// The runner refuses a name libpfm4 rejects (bad input) but runs one that only fails to open here.
+TEST(PerfSource, AModifierLibpfmRejectsIsARejectedNameNotAnUnknownOne) {
+  const auto bad = encode_event("cycles:x");
+  EXPECT_FALSE(bad.encoded);
+  EXPECT_FALSE(bad.unknown);
+  EXPECT_TRUE(bad.rejected);
+  EXPECT_EQ(bad.error_number, EINVAL);
+  EXPECT_EQ(bad.reason, "libpfm4 cannot encode 'cycles:x': invalid event attribute");
+  EXPECT_TRUE(encode_event("no-such-event").rejected);
+  for (const char* good : {"cycles:u", "perf::CONTEXT-SWITCHES", "cycles:u:k"}) {
+    const auto ev = encode_event(good);
+    EXPECT_TRUE(ev.encoded) << good << ": " << ev.reason;
+    EXPECT_FALSE(ev.rejected) << good;
+  }
+}
+
 TEST(PerfSource, RefusedOpenIsRecordedWithErrnoAndAdvice) {
   int calls = 0;
   PerfOpener refuse = [&](perf_event_attr&, pid_t, int, int, unsigned long) {

@@ -115,5 +115,25 @@ TEST(Wakeup, BadLoadIsRefused) {
       << o.out;
 }
 
+// `schedlab workloads` lists the values wakeup.load takes, as the run accepts them (issue #28: it said
+// hogs:PRIO, the policy's placeholder).
+TEST(Wakeup, ListingShowsTheLoadValuesItTakes) {
+  auto o = schedlab("workloads");
+  ASSERT_EQ(o.code, 0) << o.out;
+  const auto line_of = [&](const std::string& key) {
+    const auto at = o.out.find("    " + key + " ");
+    return at == std::string::npos ? std::string() : o.out.substr(at, o.out.find('\n', at) - at);
+  };
+  const auto load = line_of("wakeup.load");
+  EXPECT_NE(load.find("none|hogs:N|kernbench"), std::string::npos) << load;
+  const auto policy = line_of("wakeup.policy");
+  EXPECT_NE(policy.find("other|batch|idle|fifo:PRIO"), std::string::npos) << policy;
+  // What the listing shows is what the run takes, and the refusal names the same form.
+  TempDir dir;
+  auto bad = schedlab("run --workload wakeup --param wakeup.load=hogs: --out " + (dir.path() / "o").string());
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("is not one of none, hogs:N, kernbench"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace schedlab

@@ -75,7 +75,7 @@ TEST(Params, BadValuesGiveOneClearLine) {
       std::string::npos);
   EXPECT_NE(resolve({{"threds", "2"}}).find("yield.threds: unknown parameter (known: yield.threads"),
             std::string::npos);
-  EXPECT_NE(resolve({{"policy", "fifo:"}}).find("is not one of other, batch, idle, fifo:N"),
+  EXPECT_NE(resolve({{"policy", "fifo:"}}).find("is not one of other, batch, idle, fifo:PRIO"),
             std::string::npos);
 }
 

@@ -22,18 +22,24 @@ void check_range(const std::string& name, const ParamSpec& spec, double v, const
   }
 }
 
+// "fifo:PRIO" -> "fifo:"; "" for a plain choice. The placeholder is in capitals, as in usage texts.
+std::string value_prefix(const std::string& choice) {
+  const auto colon = choice.find(':');
+  if (colon == std::string::npos || colon + 1 == choice.size()) return "";
+  for (std::size_t i = colon + 1; i < choice.size(); ++i)
+    if (choice[i] < 'A' || choice[i] > 'Z') return "";
+  return choice.substr(0, colon + 1);
+}
+
 bool choice_matches(const std::string& choice, const std::string& text) {
-  if (!choice.empty() && choice.back() == ':')
-    return text.size() > choice.size() && text.compare(0, choice.size(), choice) == 0;
+  const std::string prefix = value_prefix(choice);
+  if (!prefix.empty()) return text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
   return text == choice;
 }
 
 std::string choice_list(const ParamSpec& spec) {
   std::string out;
-  for (const auto& c : spec.choices) {
-    if (!out.empty()) out += ", ";
-    out += c.back() == ':' ? c + "N" : c;
-  }
+  for (const auto& c : spec.choices) out += (out.empty() ? "" : ", ") + c;
   return out;
 }
 

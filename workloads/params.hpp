@@ -20,7 +20,9 @@ struct ParamSpec {
   std::string help;
   std::optional<double> min;
   std::optional<double> max;
-  std::vector<std::string> choices;  // kChoice; an entry ending in ':' takes a suffix (fifo:PRIO)
+  // kChoice, listed as `schedlab workloads` and errors show them; an entry PREFIX:PLACEHOLDER, the
+  // placeholder in capitals (fifo:PRIO, hogs:N), takes any value after PREFIX: that the workload checks.
+  std::vector<std::string> choices;
 
   std::string kind_name() const;
 };

@@ -62,6 +62,7 @@ EncodedEvent encode_event(const std::string& name) {
   }
   if (rc != PFM_SUCCESS) {
     ev.unknown = rc == PFM_ERR_NOTFOUND;
+    ev.rejected = rc != PFM_ERR_NOMEM;  // out of memory says nothing about the name
     ev.error_number = errno_for_pfm(rc);
     ev.reason = std::string("libpfm4 cannot encode '") + name + "': " + pfm_strerror(rc);
     return ev;

@@ -11,7 +11,10 @@ namespace schedlab {
 struct EncodedEvent {
   std::string name;  // as given
   bool encoded = false;
-  bool unknown = false;  // libpfm4 knows no such event (a typo): bad input, not "unsupported"
+  bool unknown = false;  // libpfm4 knows no such event (a typo)
+  // libpfm4 refused the name: unknown, or a modifier or attribute it rejects (`cycles:x`). Where the
+  // name is the user's (`--event`, a campaign's events), that is bad input, not "unsupported".
+  bool rejected = false;
   perf_event_attr attr{};
   std::string canonical;  // libpfm4's fully qualified form
   int error_number = 0;   // errno-style code for a failed encoding

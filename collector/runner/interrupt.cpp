@@ -9,7 +9,7 @@ void on_signal(int) {
 }
 }  // namespace
 
-InterruptGuard::InterruptGuard() {
+InterruptGuard::InterruptGuard(BrokenPipe broken_pipe) {
   g_interrupted = 0;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -17,11 +17,17 @@ InterruptGuard::InterruptGuard() {
   sa.sa_flags = 0;  // no SA_RESTART: a blocking poll() returns EINTR
   sigaction(SIGINT, &sa, &old_int_);
   sigaction(SIGTERM, &sa, &old_term_);
+  if (broken_pipe == BrokenPipe::kInterrupts) {
+    // An ignored SIGPIPE cannot kill us (writes fail with EPIPE), and whoever ignored it meant it.
+    sigaction(SIGPIPE, nullptr, &old_pipe_);
+    if (old_pipe_.sa_handler != SIG_IGN) pipe_handled_ = sigaction(SIGPIPE, &sa, nullptr) == 0;
+  }
 }
 
 InterruptGuard::~InterruptGuard() {
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
+  if (pipe_handled_) sigaction(SIGPIPE, &old_pipe_, nullptr);
 }
 
 const volatile std::sig_atomic_t* InterruptGuard::flag() const {

@@ -8,7 +8,11 @@ namespace schedlab {
 namespace {
 
 std::string rep_label(const ProgressState& s) {
-  std::string r = s.repetition == 0 ? "warm-up" : fmt::format("rep {}/{}", s.repetition, s.repetitions);
+  // Counted from 1, as the summary counts them; diagnostic repetitions follow the timed ones.
+  std::string r = s.repetition == 0 ? "warm-up"
+                  : s.repetition <= s.repetitions
+                      ? fmt::format("rep {}/{}", s.repetition, s.repetitions)
+                      : fmt::format("diagnostic {}", s.repetition - s.repetitions);
   if (s.trials > 1) r = fmt::format("trial {}/{} {}", s.trial + 1, s.trials, r);
   return r;
 }
@@ -22,6 +26,13 @@ std::string headline(const Repetition& rep, const std::string& metric) {
   return out;
 }
 
+// Progress is a courtesy: a closed or full output (`run ... 2>&1 | head`) must not end the run, which
+// sees the SIGPIPE as an interruption and keeps what it measured. Write errors are dropped.
+void emit(std::FILE* out, const std::string& text) {
+  std::fputs(text.c_str(), out);
+  std::fflush(out);
+}
+
 std::string eta(double s) {
   return s < 0 ? "?" : fmt::format("~{:.0f} s", s);
 }
@@ -30,18 +41,14 @@ class LogProgress : public Progress {
  public:
   explicit LogProgress(std::FILE* out) : out_(out) {}
   void started(const ProgressState& s) override {
-    fmt::print(out_, "schedlab: {} {}: started ({:.0f} s elapsed, {} left)\n", s.instance, rep_label(s),
-               s.elapsed_s, eta(s.eta_s));
-    std::fflush(out_);
+    emit(out_, fmt::format("schedlab: {} {}: started ({:.0f} s elapsed, {} left)\n", s.instance, rep_label(s),
+                           s.elapsed_s, eta(s.eta_s)));
   }
   void finished(const ProgressState& s, const Repetition& rep) override {
-    fmt::print(out_, "schedlab: {} {}: {}\n", s.instance, rep_label(s), headline(rep, s.headline_metric));
-    std::fflush(out_);
+    emit(out_,
+         fmt::format("schedlab: {} {}: {}\n", s.instance, rep_label(s), headline(rep, s.headline_metric)));
   }
-  void message(const std::string& text) override {
-    fmt::print(out_, "schedlab: {}\n", text);
-    std::fflush(out_);
-  }
+  void message(const std::string& text) override { emit(out_, "schedlab: " + text + "\n"); }
   void done() override {}
 
  private:
@@ -52,23 +59,16 @@ class TerminalProgress : public Progress {
  public:
   explicit TerminalProgress(std::FILE* out) : out_(out) {}
   void started(const ProgressState& s) override {
-    fmt::print(out_, "\r\033[K{} {} · {:.0f} s elapsed · {} left", s.instance, rep_label(s), s.elapsed_s,
-               eta(s.eta_s));
-    std::fflush(out_);
+    emit(out_, fmt::format("\r\033[K{} {} · {:.0f} s elapsed · {} left", s.instance, rep_label(s),
+                           s.elapsed_s, eta(s.eta_s)));
   }
   void finished(const ProgressState& s, const Repetition& rep) override {
     if (!rep.ok())
-      fmt::print(out_, "\r\033[K{} {}: {}\n", s.instance, rep_label(s), headline(rep, s.headline_metric));
-    std::fflush(out_);
+      emit(out_,
+           fmt::format("\r\033[K{} {}: {}\n", s.instance, rep_label(s), headline(rep, s.headline_metric)));
   }
-  void message(const std::string& text) override {
-    fmt::print(out_, "\r\033[K{}\n", text);
-    std::fflush(out_);
-  }
-  void done() override {
-    fmt::print(out_, "\r\033[K");
-    std::fflush(out_);
-  }
+  void message(const std::string& text) override { emit(out_, "\r\033[K" + text + "\n"); }
+  void done() override { emit(out_, "\r\033[K"); }
 
  private:
   std::FILE* out_;

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -51,6 +52,11 @@ bool drain(int fd, std::string& into) {
   if (::getppid() != parent) ::_exit(120);
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  // The runner's SIGPIPE handler is for its own output; the workload gets the default (or the
+  // inherited SIG_IGN) it had before the runner caught SIGPIPE.
+  struct sigaction pipe_action {};
+  if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler != SIG_IGN)
+    ::signal(SIGPIPE, SIG_DFL);
   char go = 0;
   ssize_t n;
   do {

@@ -134,6 +134,7 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
     for (const auto& e : plan_.events) {
       auto enc = encode_event(e);
       if (enc.unknown) throw InputError("--event " + e + ": unknown event (see `schedlab events`)");
+      if (enc.rejected) throw InputError("--event " + e + ": " + enc.reason + " (see `schedlab events`)");
     }
   } else {
     plan_.events.clear();
@@ -143,9 +144,13 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
     if (diag.repetitions < 1) throw InputError("--profile-repetitions must be at least 1");
     if (diag.profile_options.frequency_hz < 1 || diag.profile_options.frequency_hz > 100000)
       throw InputError("--profile-frequency must be within 1..100000 Hz");
-    if (encode_event(libpfm_event_name(diag.profile_options.event)).unknown)
+    const auto profile_event = encode_event(libpfm_event_name(diag.profile_options.event));
+    if (profile_event.unknown)
       throw InputError("--profile-event " + diag.profile_options.event +
                        ": unknown event (see `schedlab events`)");
+    if (profile_event.rejected)
+      throw InputError("--profile-event " + diag.profile_options.event + ": " + profile_event.reason +
+                       " (see `schedlab events`)");
   }
   check_output_dir(plan_.out_dir);
 }
@@ -180,7 +185,9 @@ nlohmann::json instrumentation_record(const DiagnosticsPlan& d) {
 }  // namespace
 
 RunOutcome execute(PreparedRun& run, Progress& progress) {
-  InterruptGuard interrupt;
+  // A closed output (`run ... 2>&1 | head`) stops the run as SIGINT does, and the bundle keeps what was
+  // measured.
+  InterruptGuard interrupt(BrokenPipe::kInterrupts);
   raise_fd_limit();
   const auto& plan = run.plan();
   RunOutcome outcome;
@@ -285,7 +292,9 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
       bundle.instances.push_back(std::move(inst));
     }
     bundle.finished_at = utc_timestamp();
-    const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial);
+    // Named as people count, as `show` and the progress lines do ("trial 1/3"); the bundle's `trial`
+    // field stays the 0-based index that the diff and the store order trials by.
+    const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial + 1);
     write_bundle(path, bundle);
     outcome.bundles.push_back(path);
     progress.message("wrote " + path.string());

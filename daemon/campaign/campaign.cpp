@@ -13,6 +13,7 @@
 #include "core/hash.hpp"
 #include "core/host_paths.hpp"
 #include "core/topology.hpp"
+#include "daemon/exporter/listen.hpp"
 #include "kernels/recipe.hpp"
 #include "workloads/common/task_setup.hpp"
 #include "workloads/registry.hpp"
@@ -138,13 +139,20 @@ void check_store(const Reader& r, const toml::node& node, const std::string& url
     r.fail(node, key, "'" + url + "': expected sqlite:///ABSOLUTE/PATH (three slashes, then a file)");
 }
 
+// Messages from parsers that name their subject ("WORKLOAD.KEY: ", "exporter listen "), where the
+// error already names the key.
+std::string without_prefix(const std::string& message, const std::string& prefix) {
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+// The daemon's own parser, so that `campaign check` accepts exactly the addresses the exporter takes.
 void check_listen(const Reader& r, const toml::node& node, const std::string& listen) {
   if (listen.empty()) return;  // the exposer is off
-  const auto colon = listen.rfind(':');
-  const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
-  const bool digits = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
-  if (colon == 0 || !digits || port.size() > 5 || std::stoi(port) < 1 || std::stoi(port) > 65535)
-    r.fail(node, "[exporter] listen", "'" + listen + "': expected HOST:PORT, e.g. 127.0.0.1:9464");
+  try {
+    parse_listen(listen);
+  } catch (const InputError& e) {
+    r.fail(node, "[exporter] listen", without_prefix(e.what(), "exporter listen "));
+  }
 }
 
 // A TOML scalar as `--param` would spell it.
@@ -160,11 +168,6 @@ const ParamSpec* find_spec(const std::vector<ParamSpec>& specs, const std::strin
   for (const auto& s : specs)
     if (s.key == key) return &s;
   return nullptr;
-}
-
-// parse_param_value's message starts "WORKLOAD.KEY: "; the error already names the key.
-std::string without_prefix(const std::string& message, const std::string& prefix) {
-  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
 }
 
 void read_params(const Reader& r, const toml::node& node, const Workload& workload, CampaignWorkload& out) {
@@ -347,8 +350,10 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
   if (auto events = r.strings(t, p, "events")) {
     if (!c.counters) r.fail(*t.get("events"), p + "events", "contradicts counters = false");
     for (const auto& [name, node] : *events) {
-      if (encode_event(name).unknown)
+      const auto encoded = encode_event(name);
+      if (encoded.unknown)
         r.fail(*node, p + "events", "'" + name + "': unknown event (see `schedlab events`)");
+      if (encoded.rejected) r.fail(*node, p + "events", encoded.reason + " (see `schedlab events`)");
       c.events.push_back(name);
     }
   }

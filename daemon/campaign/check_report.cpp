@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -40,9 +41,12 @@ std::string format_campaign_check(const Campaign& c, const std::vector<CampaignS
   out += fmt::format("store {}, bundles under {}\n", c.store_url, c.output.string());
   std::string configs;
   for (const auto& conf : c.configurations) configs += (configs.empty() ? "" : ", ") + conf;
-  out += fmt::format("configurations {}; {} trial(s), {} order, seed {}; recipes boot by {}\n", configs,
-                     c.trials, c.order == CampaignOrder::kInterleaved ? "interleaved" : "blocked", c.seed,
-                     c.boot);
+  // `boot` only matters for recipe configurations: a campaign on the running kernel boots nothing.
+  const bool boots = std::any_of(c.configurations.begin(), c.configurations.end(),
+                                 [](const std::string& conf) { return conf != "running"; });
+  out += fmt::format("configurations {}; {} trial(s), {} order, seed {}; {}\n", configs, c.trials,
+                     c.order == CampaignOrder::kInterleaved ? "interleaved" : "blocked", c.seed,
+                     boots ? "recipes boot by " + c.boot : "on the running kernel, nothing is booted");
   std::string events;
   for (const auto& e : c.events) events += (events.empty() ? "" : ", ") + e;
   out += fmt::format("counters {}, profile {}, timeout {} s per repetition\n",

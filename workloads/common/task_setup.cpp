@@ -13,7 +13,7 @@
 namespace schedlab {
 
 std::vector<std::string> policy_choices() {
-  return {"other", "batch", "idle", "fifo:"};
+  return {"other", "batch", "idle", "fifo:PRIO"};
 }
 
 ParamSpec policy_param(const std::string& whom) {

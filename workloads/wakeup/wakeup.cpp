@@ -157,7 +157,7 @@ std::vector<ParamSpec> WakeupWorkload::params() const {
        "background load: none, hogs:N CPU-bound spinners, or kernbench (its default tree rebuilt in a loop)",
        std::nullopt,
        std::nullopt,
-       {"none", "hogs:", "kernbench"}});
+       {"none", "hogs:N", "kernbench"}});
   p.push_back(policy_param("the waking threads"));
   p.push_back(nice_param("the waking threads"));
   p.push_back({"timer_slack_ns",
