@@ -88,7 +88,8 @@ int kill_session(pid_t sid, double timeout_s) {
 
 // The child's side of run(), between fork and exec: async-signal-safe calls only (the daemon has
 // other threads). Returns only to _exit.
-[[noreturn]] void exec_step(char* const* args, const char* procs, int go_fd, int log_fd) {
+[[noreturn]] void exec_step(char* const* args, const char* procs, int go_fd, int go_write_fd, int log_fd) {
+  ::close(go_write_fd);  // the daemon's end: held here, a daemon that died would never be noticed
   // The daemon's dispositions are not the workload's: civetweb ignores SIGPIPE for the process, and
   // the interrupt guard handles SIGINT/SIGTERM. A step runs as it would from a shell.
   struct sigaction dfl {};
@@ -97,6 +98,11 @@ int kill_session(pid_t sid, double timeout_s) {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (procs) {  // first: from here on, killing the cgroup the marker names kills this process too
+    int fd = ::open(procs, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(126);
+    ::close(fd);
+  }
   // A session of its own: every process the step starts stays in it, whatever groups they make.
   ::setsid();
   // Nothing runs before the daemon has recorded where the step is (the marker): a daemon killed
@@ -108,11 +114,6 @@ int kill_session(pid_t sid, double timeout_s) {
   } while (n < 0 && errno == EINTR);
   if (n != 1) ::_exit(125);
   ::close(go_fd);
-  if (procs) {
-    int fd = ::open(procs, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(126);
-    ::close(fd);
-  }
   ::dup2(log_fd, STDOUT_FILENO);
   ::dup2(log_fd, STDERR_FILENO);
   int null_fd = ::open("/dev/null", O_RDONLY);
@@ -188,7 +189,7 @@ StepExit StepProcess::run(const std::vector<std::string>& argv, const fs::path& 
     for (int fd : {log_fd, go[0], go[1]}) ::close(fd);
     throw SystemError("fork", err);
   }
-  if (pid == 0) exec_step(args.data(), procs.empty() ? nullptr : procs.c_str(), go[0], log_fd);
+  if (pid == 0) exec_step(args.data(), procs.empty() ? nullptr : procs.c_str(), go[0], go[1], log_fd);
   ::close(log_fd);
   ::close(go[0]);
   try {
