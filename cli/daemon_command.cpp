@@ -1,7 +1,9 @@
 #include "cli/daemon_command.hpp"
 
 #include <cstdlib>
+#include <iostream>
 
+#include "core/error.hpp"
 #include "daemon/daemon.hpp"
 
 namespace schedlab {
@@ -20,7 +22,19 @@ int DaemonCommand::run() const {
   options.log_level = parse_log_level(log_level_);
   // The fault test's seam: where the daemon stops and waits to be killed (see daemon.hpp).
   if (const char* pause = std::getenv("SCHEDLAB_DAEMON_PAUSE")) options.pause_at = pause;
-  return run_daemon(options);
+  if (const char* wait = std::getenv("SCHEDLAB_DAEMON_REBOOT_WAIT_S"))
+    options.reboot_wait_s = std::atof(wait);
+  if (const char* isolation = std::getenv("SCHEDLAB_DAEMON_ISOLATION")) options.isolation = isolation;
+  try {
+    return run_daemon(options);
+  } catch (const InputError&) {
+    throw;  // exit 2: a bad campaign file, or the campaign already run by another daemon
+  } catch (const std::exception& e) {
+    // The daemon itself failed (the store, the disk): not the run's outcome, which stays resumable.
+    // Its own exit status lets the unit restart it on this and never on a finished run's 1.
+    std::cerr << "schedlab: " << e.what() << "\n";
+    return kExitDaemonFailed;
+  }
 }
 
 }  // namespace schedlab

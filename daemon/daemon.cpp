@@ -1,5 +1,6 @@
 #include "daemon/daemon.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/exporter/exporter.hpp"
 #include "daemon/lab_boot.hpp"
@@ -27,9 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kStopGraceSeconds = 3.0;  // SIGTERM to the step, then SIGKILL: within systemd's 5 s
-// After a lab step staged its boot, the shutdown (systemctl kexec, reboot) stops the daemon within
-// seconds; when it has not come in this long, the step fails instead of waiting for ever.
-constexpr double kRebootWaitSeconds = 600;
 
 std::string directory_name(const std::string& key) {
   std::string out;
@@ -53,14 +52,83 @@ std::optional<fs::path> find_bundle(const fs::path& dir) {
   return std::nullopt;
 }
 
+// fsyncs a directory, so that what was created or renamed in it survives a power cut: the store
+// commits a step only once the disk holds what it refers to.
+void sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw SystemError("opening " + dir.string(), errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw SystemError("fsync " + dir.string(), err);
+}
+
+// Creates `dir` and whatever is missing above it, each new directory's entry made durable in its parent.
+void create_durable_directories(const fs::path& dir) {
+  std::vector<fs::path> missing;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p); p = p.parent_path()) missing.push_back(p);
+  fs::create_directories(dir);
+  for (const auto& p : missing) sync_directory(p.parent_path().empty() ? "." : p.parent_path());
+}
+
+// Every directory under `dir` and `dir` itself, deepest first: the bundle's entries made durable.
+void sync_tree(const fs::path& dir) {
+  std::vector<fs::path> dirs{dir};
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_directory()) dirs.push_back(it->path());
+  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) sync_directory(*d);
+}
+
+// Moves an attempt directory out of the way as ATTEMPT.discarded (ATTEMPT-2.discarded, ... when that
+// is taken: an earlier store's attempt of the same name), durably. Returns where it went.
+fs::path set_aside(const fs::path& attempt_dir) {
+  fs::path kept = attempt_dir.string() + ".discarded";
+  for (int n = 2; fs::exists(kept); ++n) kept = fmt::format("{}-{}.discarded", attempt_dir.string(), n);
+  std::error_code ec;
+  fs::rename(attempt_dir, kept, ec);
+  if (ec) throw Error("cannot set aside " + attempt_dir.string() + ": " + ec.message());
+  sync_directory(attempt_dir.parent_path());
+  return kept;
+}
+
+// One daemon per campaign: the lock is held for the daemon's life, next to the step marker, and the
+// holder's pid is written beside it so that a second daemon can say who runs the campaign.
+class CampaignLock {
+ public:
+  CampaignLock(const fs::path& dir, const std::string& campaign, const std::string& file_stem)
+      : pid_file_(dir / (file_stem + ".pid")) {
+    fs::create_directories(dir);
+    const fs::path lock_file = dir / (file_stem + ".lock");
+    try {
+      lock_ = std::make_unique<FileLock>(lock_file, "running campaign '" + campaign + "'");
+    } catch (const SystemError&) {
+      throw;
+    } catch (const Error&) {
+      const std::string holder = trim(read_text(pid_file_).value_or(""));
+      throw InputError(
+          fmt::format("campaign '{}' is already run by another schedlab daemon ({}; it holds {})", campaign,
+                      holder.empty() ? "pid not yet recorded" : "pid " + holder, lock_file.string()));
+    }
+    write_file_atomic(pid_file_, std::to_string(::getpid()) + "\n", /*replace=*/true);
+  }
+
+ private:
+  fs::path pid_file_;
+  std::unique_ptr<FileLock> lock_;
+};
+
 class Daemon {
  public:
   Daemon(const DaemonOptions& options, Campaign campaign)
       : options_(options),
         log_(options.log_level),
         campaign_(std::move(campaign)),
+        lock_(campaign_.output / ".daemon", campaign_.name, directory_name(campaign_.name)),
         store_(open_store(campaign_.store_url)),
-        process_(campaign_.output / ".daemon" / (directory_name(campaign_.name) + ".step")) {
+        process_(campaign_.output / ".daemon" / (directory_name(campaign_.name) + ".step"),
+                 options.isolation != "session") {
     if (!campaign_.exporter.listen.empty()) exporter_ = std::make_unique<Exporter>(campaign_.exporter);
     if (options.pause_at == "store-write") store_->set_commit_hook([this] { pause("store-write"); });
   }
@@ -97,6 +165,7 @@ class Daemon {
       log_.warning(
           fmt::format("run {} of '{}' was planned from a different campaign file: superseded, not resumed",
                       run->id, campaign_.name));
+      discard_running_steps(*run, "its run was superseded");
       store_->end_run(run->id, "superseded");
       return std::nullopt;
     }
@@ -105,33 +174,78 @@ class Daemon {
 
   int run_once() {
     auto run = resumable_run();
-    if (run)
+    if (run) {
       log_.info(fmt::format("resuming run {} started {}", run->id, run->started_at));
-    else
+    } else if (auto done = finished_once_run()) {
+      // A restart (the unit's, or by hand) after the run ended: the run is final, and the exit status
+      // is still the run's.
+      const int failed = failed_steps(done->id);
+      log_.info(
+          fmt::format("run {} of '{}' finished at {} ({} failed step(s)); a once campaign runs once "
+                      "(change the campaign file to plan a new run)",
+                      done->id, campaign_.name, done->finished_at, failed));
+      set_state(DaemonState::kStopping);
+      return failed > 0 ? 1 : 0;
+    } else {
       run = store_->begin_run(campaign_.name, campaign_.content_hash, "",
                               static_cast<int>(expand_plan(campaign_).size()));
+    }
     const bool complete = execute(*run);
     set_state(DaemonState::kStopping);
     if (!complete) {
       log_.info("stopped before the plan's end; the next start resumes it");
       return 0;
     }
-    return failed_steps_ > 0 ? 1 : 0;
+    return failed_steps(run->id) > 0 ? 1 : 0;
+  }
+
+  // The last run of this campaign when it is a finished once run of this very campaign file.
+  std::optional<CampaignRun> finished_once_run() {
+    auto last = store_->last_run(campaign_.name);
+    if (last && last->status == "finished" && last->scheduled_for.empty() &&
+        last->content_hash == campaign_.content_hash)
+      return last;
+    return std::nullopt;
+  }
+
+  // Failed steps of a run, from the store: the same whichever process ran which step.
+  int failed_steps(std::int64_t run) {
+    int failed = 0;
+    for (const auto& [key, record] : store_->steps(run)) failed += record.status == StepStatus::kFailed;
+    return failed;
+  }
+
+  // The persistence start for the next elapse: the later of the campaign's first sighting and the
+  // last run's elapse. A time ahead of the clock (recorded while the clock
+  // was wrong) counts as the moment this daemon first saw it, as systemd treats a timer's last trigger
+  // in the future: the schedule goes on from there instead of waiting for the clock to catch up.
+  TimePoint schedule_since(TimePoint first_seen, const std::optional<CampaignRun>& last, TimePoint now) {
+    if (!last || last->scheduled_for.empty()) return first_seen;
+    const TimePoint scheduled = parse_utc_timestamp(last->scheduled_for);
+    if (scheduled <= now) return std::max(first_seen, scheduled);
+    if (!future_run_seen_ || future_run_seen_->first != last->id) {
+      future_run_seen_ = std::make_pair(last->id, now);
+      log_.warning(
+          fmt::format("run {} was scheduled for {}, ahead of the clock ({}): the schedule goes on "
+                      "from now",
+                      last->id, last->scheduled_for, format_utc_timestamp(now)));
+    }
+    return std::max(first_seen, future_run_seen_->second);
   }
 
   int run_scheduled() {
-    const auto first_seen = parse_utc_timestamp(store_->first_seen(campaign_.name));
+    // Seen "in the future" (the clock was ahead then): seen now. Clamped once, so it does not
+    // follow the clock and postpone the first elapse for ever.
+    const auto first_seen =
+        std::min(parse_utc_timestamp(store_->first_seen(campaign_.name)), std::chrono::system_clock::now());
     while (!stopping()) {
       if (auto run = resumable_run()) {
         log_.info(fmt::format("resuming run {} (scheduled for {})", run->id, run->scheduled_for));
         if (!execute(*run)) break;
         continue;
       }
-      auto last = store_->last_run(campaign_.name);
-      TimePoint since = first_seen;
-      if (last && !last->scheduled_for.empty())
-        since = std::max(since, parse_utc_timestamp(last->scheduled_for));
       const auto now = std::chrono::system_clock::now();
+      const TimePoint since = schedule_since(first_seen, store_->last_run(campaign_.name), now);
       if (auto due = latest_missed_elapse(*campaign_.schedule, since, now)) {
         auto run = store_->begin_run(campaign_.name, campaign_.content_hash, format_utc_timestamp(*due),
                                      static_cast<int>(expand_plan(campaign_).size()));
@@ -160,8 +274,7 @@ class Daemon {
   // Runs the plan's unfinished steps. True when the plan is complete (the run is then ended).
   bool execute(const CampaignRun& run) {
     const auto plan = expand_plan(campaign_);
-    const fs::path run_dir =
-        campaign_.output / directory_name(campaign_.name) / fmt::format("run-{}", run.id);
+    const fs::path run_dir = campaign_.output / directory_name(campaign_.name) / run_directory_name(run);
     auto records = store_->steps(run.id);
     for (const auto& step : plan) {
       auto record = records.find(step.key);
@@ -170,16 +283,25 @@ class Daemon {
         discard(run, record->second, "the daemon ended during this step");
         continue;
       }
-      const auto staged = staged_boot(record->second.attempt_dir, boot_id());
+      StagedBoot staged;
+      try {
+        staged = staged_boot(record->second.attempt_dir, boot_id());
+      } catch (const Error& e) {  // a malformed state file: this step fails, not every restart
+        set_aside_attempt(record->second);
+        fail_step(run, step.key, e.what());
+        continue;
+      }
       if (staged == StagedBoot::kRebooted) {
         if (!resume_step(run, step, record->second, plan.size())) return false;
       } else if (staged == StagedBoot::kWentDown) {
+        const auto resumed_in =
+            trim(read_text(fs::path(record->second.attempt_dir) / kResumeMarker).value_or(""));
+        // What the cut suite wrote is no result: set aside, so that a rebuild does not index it.
+        set_aside_attempt(record->second);
         fail_step(
             run, step.key,
             fmt::format("the machine went down while the suite ran in {} (resumed in boot {}, now boot {})",
-                        step.configuration,
-                        trim(read_text(fs::path(record->second.attempt_dir) / kResumeMarker).value_or("")),
-                        boot_id()));
+                        step.configuration, resumed_in, boot_id()));
       } else {
         discard(run, record->second, "the daemon ended during this step: " + to_string(staged));
       }
@@ -196,21 +318,38 @@ class Daemon {
       if (options_.pause_at == "between-steps") pause("between-steps");
     }
     store_->end_run(run.id, "finished");
-    log_.info(fmt::format("run {} finished: {} step(s), {} failed", run.id, plan.size(), failed_steps_));
+    log_.info(
+        fmt::format("run {} finished: {} step(s), {} failed", run.id, plan.size(), failed_steps(run.id)));
     if (exporter_) exporter_->set_current_step("", 0, static_cast<int>(plan.size()));
     return true;
   }
 
   void discard(const CampaignRun& run, const StepRecord& record, const std::string& why) {
-    std::error_code ec;
-    if (!record.attempt_dir.empty() && fs::exists(record.attempt_dir, ec)) {
-      fs::path kept = record.attempt_dir + ".discarded";
-      fs::rename(record.attempt_dir, kept, ec);
-      if (ec) throw Error("cannot set aside " + record.attempt_dir + ": " + ec.message());
-    }
+    set_aside_attempt(record);
     store_->abandon_step(run.id, record.key, why);
     log_.warning(
         fmt::format("step {} attempt {} discarded ({}); it runs again", record.key, record.attempts, why));
+  }
+
+  void set_aside_attempt(const StepRecord& record) {
+    std::error_code ec;
+    if (!record.attempt_dir.empty() && fs::exists(record.attempt_dir, ec)) set_aside(record.attempt_dir);
+  }
+
+  // The running steps of a run that will not be resumed: their attempts set aside and the steps
+  // back to pending, so that disk and store agree on what is a result.
+  void discard_running_steps(const CampaignRun& run, const std::string& why) {
+    for (const auto& [key, record] : store_->steps(run.id))
+      if (record.status == StepStatus::kRunning) discard(run, record, why);
+  }
+
+  // "run-ID-STARTED": unique across stores. Run ids restart at 1 when the store is recreated, and
+  // a directory of an earlier store's run must never be taken for this run's.
+  static std::string run_directory_name(const CampaignRun& run) {
+    std::string stamp;
+    for (char c : run.started_at)
+      if (std::isalnum(static_cast<unsigned char>(c))) stamp += c;
+    return fmt::format("run-{}-{}", run.id, stamp);
   }
 
   // False when the daemon was asked to stop during the step (the step is then discarded).
@@ -218,7 +357,12 @@ class Daemon {
                 std::size_t total) {
     const fs::path attempt_dir = run_dir / fmt::format("{:03}-{}", step.index, directory_name(step.key)) /
                                  fmt::format("attempt-{}", attempt);
-    fs::create_directories(attempt_dir);
+    if (fs::exists(attempt_dir)) {  // not this run's: only a fresh directory can hold this attempt's bundle
+      const auto kept = set_aside(attempt_dir);
+      log_.warning(fmt::format("{} existed before its attempt began: set aside as {}", attempt_dir.string(),
+                               kept.string()));
+    }
+    create_durable_directories(attempt_dir);
     store_->begin_step(run.id, step.index, step.key, attempt_dir);
     set_state(step.configuration == "running" ? DaemonState::kRunning : DaemonState::kBooting);
     if (exporter_) {
@@ -249,16 +393,47 @@ class Daemon {
     set_state(DaemonState::kBooting);
     log_.info(fmt::format("step {}: staged a {} boot into {}; waiting for the machine to go down", step.key,
                           campaign_.boot, step.configuration));
+    // The shutdown (systemctl kexec, reboot) stops the daemon within seconds; when it has not come in
+    // this long, the step fails instead of waiting for ever.
     const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(kRebootWaitSeconds);
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.reboot_wait_s);
     while (!stopping() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (stopping()) return false;
     fs::remove(attempt_dir / kBootStateFile);
+    const std::string unstaged = unstage_boot();
     fail_step(run, step.key,
-              fmt::format("staged a {} boot into {}, but the machine did not go down within {:g} s",
-                          campaign_.boot, step.configuration, kRebootWaitSeconds));
+              fmt::format("staged a {} boot into {}, but the machine did not go down within {:g} s; {}",
+                          campaign_.boot, step.configuration, options_.reboot_wait_s, unstaged));
     return true;
+  }
+
+  // After a staged boot that never came: the kexec kernel unloaded, or grub's one-shot entry
+  // dropped, so that a later reboot for any other reason does not boot the kernel under test.
+  // Returns what was done, for the step's reason.
+  std::string unstage_boot() {
+    const std::vector<std::string> argv =
+        campaign_.boot == "kexec"
+            ? std::vector<std::string>{"kexec", "-u"}
+            : std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
+    const auto tool = kernels::find_tool(argv[0]);
+    auto resolved = argv;
+    if (tool) resolved[0] = tool->string();
+    kernels::ProcessOptions within;
+    within.timeout = std::chrono::seconds(30);
+    const auto r = tool ? kernels::run_process(resolved, within) : kernels::ProcessResult{};
+    const std::string command = kernels::command_line(argv);
+    if (r.exit_code == 0) {
+      log_.info("unstaged the boot: " + command);
+      return "unstaged with `" + command + "`";
+    }
+    const std::string why = tool ? fmt::format("exit {}: {}", r.exit_code, kernels::last_lines(r.output, 2))
+                                 : argv[0] + " not found";
+    log_.error(
+        fmt::format("cannot unstage the boot (`{}`, {}): the staged kernel may boot on the next "
+                    "reboot",
+                    command, why));
+    return fmt::format("`{}` failed ({}): the staged kernel may still boot on the next reboot", command, why);
   }
 
   // In the kernel the step staged: `schedlab kernel resume` runs the suite if the expected kernel is
@@ -286,7 +461,6 @@ class Daemon {
 
   void fail_step(const CampaignRun& run, const std::string& key, const std::string& why) {
     store_->end_step(run.id, key, StepStatus::kFailed, std::nullopt, nullptr, why);
-    ++failed_steps_;
     if (exporter_) exporter_->count_failed();
     log_.error("step " + key + " failed: " + why);
   }
@@ -303,6 +477,7 @@ class Daemon {
       return true;
     }
     const auto bundle = load_bundle(*bundle_path);
+    sync_tree(attempt_dir);  // the bundle's directory entries durable before the store points at them
     int failed = 0, timed_out = 0;
     for (const auto& in : bundle.instances)
       for (const auto& r : in.repetitions) {
@@ -345,11 +520,14 @@ class Daemon {
   const DaemonOptions& options_;
   Log log_;
   Campaign campaign_;
+  CampaignLock lock_;         // before the store and the marker are touched
   InterruptGuard interrupt_;  // SIGTERM/SIGINT: finish or abandon the current step, then stop
   std::unique_ptr<Store> store_;
   StepProcess process_;
   std::unique_ptr<Exporter> exporter_;
-  int failed_steps_ = 0;
+  // A run recorded as scheduled in the future (the clock was ahead): its id, and when this daemon
+  // first saw it, which stands in for its elapse (see run_scheduled).
+  std::optional<std::pair<std::int64_t, TimePoint>> future_run_seen_;
 };
 
 }  // namespace

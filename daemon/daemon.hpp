@@ -18,10 +18,24 @@ struct DaemonOptions {
   // commit), "between-steps" or "step-start" (a step begun in the store, its process not started); the
   // daemon logs "paused at POINT" and waits there to be killed.
   std::string pause_at;
+  // How long a lab step that staged its boot waits for the machine to go down (the fault test
+  // shortens it with SCHEDLAB_DAEMON_REBOOT_WAIT_S).
+  double reboot_wait_s = 600;
+  // "session": steps in a session even where a cgroup v2 is writable (SCHEDLAB_DAEMON_ISOLATION, for
+  // the tests of the fallback); anything else: a cgroup where one is writable.
+  std::string isolation;
 };
 
-// Returns the exit code: 0 when a "once" plan finished or SIGTERM stopped the daemon cleanly,
-// 1 when steps failed in a "once" plan. Throws InputError for a bad campaign file.
+// Returns the exit code, which describes the run, not the process: 0 when a "once" run finished
+// without failed steps (also when a restart finds it finished: a once campaign never runs twice from
+// one campaign file) or SIGTERM stopped the daemon cleanly, 1 when the "once" run finished with failed
+// steps. Throws InputError for a bad campaign file or when another daemon holds the campaign's lock;
+// other exceptions are the daemon's own failure (the CLI exits kExitDaemonFailed, and the unit
+// restarts it to resume).
 int run_daemon(const DaemonOptions& options);
+
+// The daemon failed (store, disk): EX_TEMPFAIL, "try again later". The unit restarts on it, and not
+// on 1 (a finished run's failed steps) or 2 (bad input).
+inline constexpr int kExitDaemonFailed = 75;
 
 }  // namespace schedlab

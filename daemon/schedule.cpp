@@ -9,15 +9,22 @@
 namespace schedlab {
 
 std::optional<TimePoint> latest_missed_elapse(const CalendarSpec& spec, TimePoint since, TimePoint now) {
-  std::optional<TimePoint> latest;
-  // Bounded: a minutely schedule missed for a year is half a million elapses; beyond that the
-  // answer is still "run once now", so stop walking and take the last one seen.
-  for (int i = 0; i < 1'000'000; ++i) {
-    auto next = next_elapse(spec, latest.value_or(since));
-    if (!next || *next > now) break;
-    latest = next;
+  auto first = next_elapse(spec, since);
+  if (!first || *first > now) return std::nullopt;
+  // Not a walk from `since` (a minutely schedule missed for years is millions of elapses): windows
+  // (now - w, now] doubling from one second find the latest elapse's neighbourhood. The first window
+  // holding an elapse ends the search, so the walk within it covers only the elapses of (now - w,
+  // now - w/2] plus those after: a handful for any real schedule.
+  TimePoint from = *first;
+  for (auto window = std::chrono::seconds(1); now - window > since; window *= 2) {
+    if (auto e = next_elapse(spec, now - window); e && *e <= now) {
+      from = *e;
+      break;
+    }
   }
-  return latest;
+  for (auto next = next_elapse(spec, from); next && *next <= now; next = next_elapse(spec, from))
+    from = *next;
+  return from;
 }
 
 TimePoint parse_utc_timestamp(const std::string& text) {

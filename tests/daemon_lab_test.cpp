@@ -17,6 +17,7 @@
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/lab_boot.hpp"
 #include "daemon/step_argv.hpp"
+#include "daemon/store/sqlite.hpp"
 #include "daemon/store/store.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/daemon_process.hpp"
@@ -152,6 +153,23 @@ class DaemonLabBoot : public ::testing::Test {
     write(attempt_dir / kBootStateFile, state.dump(2));
   }
 
+  // The only running step of the unfinished run (after a daemon was killed in it).
+  fs::path running_attempt() {
+    auto store = open_store("sqlite://" + (dir_.path() / "store.db").string());
+    auto run = store->unfinished_run("lab");
+    if (!run) return {};
+    for (const auto& [key, step] : store->steps(run->id))
+      if (step.status == StepStatus::kRunning) return step.attempt_dir;
+    return {};
+  }
+
+  int run_count() {
+    sql::Database db(dir_.path() / "store.db");
+    sql::Statement q(db, "SELECT count(*) FROM campaign_runs");
+    q.step();
+    return static_cast<int>(q.integer(0));
+  }
+
   std::map<std::string, StepRecord> steps_of_last_run(std::string& status) {
     auto store = open_store("sqlite://" + (dir_.path() / "store.db").string());
     auto run = store->last_run("lab");
@@ -226,8 +244,148 @@ TEST_F(DaemonLabBoot, AMachineThatWentDownDuringTheResumedSuiteFailsTheStep) {
   ASSERT_EQ(steps.size(), 1u);
   const auto& step = steps.begin()->second;
   EXPECT_EQ(step.status, StepStatus::kFailed);
-  EXPECT_NE(step.reason.find("the machine went down while the suite ran in debian-6.12"), std::string::npos)
+  EXPECT_NE(step.reason.find("the machine went down while the suite ran in debian-6.12 (resumed in boot " +
+                             std::string(kOtherBoot)),
+            std::string::npos)
       << step.reason;
+}
+
+// #30.8: an attempt directory of an earlier store's run (run ids restart at 1 when the store is
+// recreated) is never taken for this run's: here the step stages nothing (the interlock refuses) and
+// writes no bundle, and the earlier store's bundle must not be recorded as its result.
+TEST_F(DaemonLabBoot, AnEarlierStoresBundleIsNeverRecordedForThisRun) {
+  const auto attempt = begin_step_and_go_down();
+  ASSERT_FALSE(attempt.empty());
+  stage(attempt, trim(read_text("/proc/sys/kernel/osrelease").value_or("")));
+  {
+    DaemonProcess d(config(), dir_.path() / "daemon2.log", "", path_);
+    ASSERT_EQ(d.wait(), 0) << d.log_text();
+  }
+  std::string run_status;
+  const auto earlier = steps_of_last_run(run_status).begin()->second.bundle_path;
+  ASSERT_FALSE(earlier.empty());
+  for (const char* f : {"store.db", "store.db-wal", "store.db-shm"}) fs::remove(dir_.path() / f);
+  DaemonProcess d(config(), dir_.path() / "daemon3.log", "", path_);
+  EXPECT_EQ(d.wait(), 1) << "the step stages nothing and fails: " << d.log_text();
+  const auto steps = steps_of_last_run(run_status);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps.begin()->second.status, StepStatus::kFailed) << steps.begin()->second.bundle_path;
+  EXPECT_EQ(steps.begin()->second.bundle_path, "");
+  EXPECT_TRUE(fs::exists(earlier)) << "the earlier store's result is kept";
+}
+
+// #30.9: a step failed because the machine went down during its suite had written a bundle: it is set
+// aside with the failure, so that a store rebuilt from disk does not count a result the daemon failed.
+TEST_F(DaemonLabBoot, AWentDownStepsBundleIsSetAsideWithItsFailure) {
+  const auto attempt = begin_step_and_go_down();
+  ASSERT_FALSE(attempt.empty());
+  stage(attempt, trim(read_text("/proc/sys/kernel/osrelease").value_or("")));
+  write(attempt / kResumeMarker, std::string(kOtherBoot) + "\n");
+  // A real bundle (a yield run on this kind of machine) where the cut suite would have written one.
+  const fs::path fixtures = fs::path(SCHEDLAB_FIXTURES_DIR) / "profile" / "counters-per-task";
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(fixtures))
+    if (e.path().extension() == ".json") bundle = e.path();
+  ASSERT_FALSE(bundle.empty());
+  fs::copy_file(bundle, attempt / bundle.filename());
+
+  DaemonProcess d(config(), dir_.path() / "daemon2.log", "", path_);
+  EXPECT_EQ(d.wait(), 1) << d.log_text();
+  std::string run_status;
+  const auto steps = steps_of_last_run(run_status);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps.begin()->second.status, StepStatus::kFailed);
+  const auto o = testing::schedlab("store rebuild " + (dir_.path() / "bundles").string() +
+                                   " --store sqlite://" + (dir_.path() / "rebuilt.db").string());
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("indexed 0 bundle(s)"), std::string::npos) << o.out;
+}
+
+// #30.12: a boot state file that is not JSON fails its step (naming the file), instead of failing
+// every restart of the daemon.
+TEST_F(DaemonLabBoot, AMalformedBootStateFailsItsStepNotTheDaemon) {
+  const auto attempt = begin_step_and_go_down();
+  ASSERT_FALSE(attempt.empty());
+  write(attempt / kBootStateFile, "{\"boot_id_before\": ");
+  DaemonProcess d(config(), dir_.path() / "daemon2.log", "", path_);
+  EXPECT_EQ(d.wait(), 1) << d.log_text();
+  std::string run_status;
+  const auto steps = steps_of_last_run(run_status);
+  EXPECT_EQ(run_status, "finished");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps.begin()->second.status, StepStatus::kFailed);
+  EXPECT_NE(steps.begin()->second.reason.find(kBootStateFile), std::string::npos)
+      << steps.begin()->second.reason;
+}
+
+// #30.2: the exit status is the run's, whichever process ran its failed step: t1 fails in the first
+// daemon, t2 is resumed after its reboot by a third; and a restart after the run finished starts no run.
+TEST_F(DaemonLabBoot, TheExitStatusDescribesTheRunAndAFinishedRunIsFinal) {
+  std::ofstream(config()) << campaign_header("lab", "once", dir_.path()) << "boot = \"kexec\"\ntrials = 2\n"
+                          << short_yield_campaign(R"(["debian-6.12"])", 2);
+  {  // t1: staging refused by the interlock, the step fails; killed before t2.
+    DaemonProcess d(config(), dir_.path() / "daemon1.log", "between-steps", path_);
+    ASSERT_TRUE(d.wait_for_log("paused at between-steps", 1, 60)) << d.log_text();
+    d.kill_hard();
+  }
+  {  // t2 begun, and the machine goes down
+    DaemonProcess d(config(), dir_.path() / "daemon2.log", "step-start", path_);
+    ASSERT_TRUE(d.wait_for_log("paused at step-start", 1, 60)) << d.log_text();
+    d.kill_hard();
+  }
+  const auto attempt = running_attempt();
+  ASSERT_FALSE(attempt.empty());
+  stage(attempt, trim(read_text("/proc/sys/kernel/osrelease").value_or("")));
+  {
+    DaemonProcess d(config(), dir_.path() / "daemon3.log", "", path_);
+    EXPECT_EQ(d.wait(), 1) << "t1 failed in another process: " << d.log_text();
+    EXPECT_NE(d.log_text().find("finished: 2 step(s), 1 failed"), std::string::npos) << d.log_text();
+  }
+  DaemonProcess d(config(), dir_.path() / "daemon4.log", "", path_);
+  EXPECT_EQ(d.wait(), 1) << d.log_text();
+  EXPECT_NE(d.log_text().find("a once campaign runs once"), std::string::npos) << d.log_text();
+  EXPECT_EQ(run_count(), 1);
+}
+
+// #30.12: in a scheduled campaign each run's log counts its own failed steps, not the process's.
+TEST_F(DaemonLabBoot, EachRunsLogCountsItsOwnFailedSteps) {
+  std::ofstream(config()) << campaign_header("lab", "*:*:0/2", dir_.path()) << "boot = \"kexec\"\n"
+                          << short_yield_campaign(R"(["debian-6.12"])", 2);
+  DaemonProcess d(config(), dir_.path() / "daemon.log", "", path_);
+  ASSERT_TRUE(d.wait_for_log("run 2 finished:", 1, 30)) << d.log_text();
+  d.terminate();
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+  EXPECT_NE(d.log_text().find("run 1 finished: 1 step(s), 1 failed"), std::string::npos) << d.log_text();
+  EXPECT_NE(d.log_text().find("run 2 finished: 1 step(s), 1 failed"), std::string::npos) << d.log_text();
+}
+
+// #30.12: a staged boot whose reboot never came is unstaged when the step fails (`kexec -u`), so that
+// a later reboot for any other reason does not boot the kernel under test. Stand-ins for the lab
+// tools record what they were asked and succeed (the jump "happens" and nothing goes down).
+TEST_F(DaemonLabBoot, AStagedBootThatNeverCameIsUnstaged) {
+  const auto stubs = dir_.path() / "stubs";
+  const auto calls = dir_.path() / "calls.log";
+  fs::create_directories(stubs);
+  for (const char* tool : {"kexec", "systemctl", "reboot", "grub-reboot", "grub-editenv", "apt-get"}) {
+    const auto p = stubs / tool;
+    std::ofstream(p) << "#!/bin/sh\necho \"" << tool << " $*\" >> " << calls.string() << "\nexit 0\n";
+    fs::permissions(p, fs::perms::owner_all);
+  }
+  const std::string path = stubs.string() + ":" + path_;
+  ::setenv("SCHEDLAB_DAEMON_REBOOT_WAIT_S", "1", 1);
+  DaemonProcess d(config(), dir_.path() / "daemon.log", "", path);
+  ::unsetenv("SCHEDLAB_DAEMON_REBOOT_WAIT_S");
+  ASSERT_TRUE(d.wait_for_log("failed:", 1, 30)) << d.log_text();
+  EXPECT_EQ(d.wait(), 1) << d.log_text();
+  const auto recorded = read_text(calls).value_or("");
+  ASSERT_NE(recorded.find("kexec -l"), std::string::npos) << "not staged: " << recorded << d.log_text();
+  EXPECT_NE(recorded.find("kexec -u"), std::string::npos) << recorded;
+  EXPECT_GT(recorded.find("kexec -u"), recorded.find("kexec -l")) << recorded;
+  std::string run_status;
+  const auto steps = steps_of_last_run(run_status);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps.begin()->second.reason.find("unstaged with `kexec -u`"), std::string::npos)
+      << steps.begin()->second.reason;
 }
 
 }  // namespace

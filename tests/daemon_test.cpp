@@ -10,13 +10,17 @@
 #include <fstream>
 #include <set>
 
+#include "collector/runner/isolation.hpp"
 #include "core/bundle_io.hpp"
 #include "core/host_paths.hpp"
+#include "daemon/campaign/calendar.hpp"
 #include "daemon/schedule.hpp"
 #include "daemon/store/sqlite.hpp"
 #include "daemon/store/store.hpp"
+#include "tests/cli_util.hpp"
 #include "tests/daemon_process.hpp"
 #include "tests/prometheus_server.hpp"
+#include "tests/test_util.hpp"
 
 namespace schedlab {
 namespace {
@@ -28,6 +32,33 @@ using testing::short_yield_campaign;
 
 constexpr int kSteps = 6;  // 2 trials x (yield-a + yield-b's two sweep values)
 constexpr int kRepetitions = 3;
+
+// The processes of the running step the marker names, once it has two or more (the runner and its
+// workload): those in its cgroup and the cgroups below, or in its session (the step's process and its
+// descendants, a repetition's workload in a process group of its own). Empty on timeout.
+std::vector<pid_t> step_processes(const fs::path& marker, double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    auto words = split_ws(read_text(marker).value_or(""));
+    std::vector<pid_t> pids;
+    if (words.size() == 2 && words[0] == "cgroup") {
+      std::error_code ec;
+      for (auto it = fs::recursive_directory_iterator(words[1], ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->path().filename() == "cgroup.procs")
+          for (const auto& p : split_ws(read_text(it->path()).value_or(""))) pids.push_back(std::stoi(p));
+      for (const auto& p : split_ws(read_text(fs::path(words[1]) / "cgroup.procs").value_or("")))
+        pids.push_back(std::stoi(p));
+    } else if (words.size() == 4 && words[0] == "session") {
+      const auto leader = static_cast<pid_t>(std::stoi(words[1]));
+      pids = descendants_of(leader);
+      pids.push_back(leader);
+    }
+    if (pids.size() >= 2) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {};
+}
 
 class DaemonFaultTest : public ::testing::Test {
  protected:
@@ -65,28 +96,8 @@ params = { yields = [20000, 40000] }
   }
 
   fs::path marker() const { return dir_ / "bundles" / ".daemon" / "fault.step"; }
-
-  // The processes in the running step's cgroup (or its process group), once it has some.
   std::vector<pid_t> step_processes(double timeout_s) const {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    while (std::chrono::steady_clock::now() < end) {
-      auto words = split_ws(read_text(marker()).value_or(""));
-      if (words.size() == 2 && words[0] == "cgroup") {
-        std::vector<pid_t> pids;
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(words[1], ec);
-             !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-          if (it->path().filename() == "cgroup.procs")
-            for (const auto& p : split_ws(read_text(it->path()).value_or(""))) pids.push_back(std::stoi(p));
-        for (const auto& p : split_ws(read_text(fs::path(words[1]) / "cgroup.procs").value_or("")))
-          pids.push_back(std::stoi(p));
-        if (pids.size() >= 2) return pids;  // the runner and its workload
-      } else if (words.size() == 2 && words[0] == "pgid") {
-        return {static_cast<pid_t>(std::stoi(words[1]))};
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return {};
+    return schedlab::step_processes(marker(), timeout_s);
   }
 
   static bool alive(pid_t pid) {
@@ -273,6 +284,324 @@ TEST(DaemonPrometheus, ARealServerScrapesTheWorkloadSeriesDuringACampaign) {
   d.terminate();
   EXPECT_EQ(d.wait(), 0) << d.log_text();
   fs::remove_all(dir);
+}
+
+// A short once campaign in a fresh directory: `name`, one "running" step (or as many as
+// `configurations` gives) of 20,000 yields.
+class DaemonOnce : public ::testing::Test {
+ protected:
+  void write_campaign(const std::string& name, int repetitions = 1, const std::string& extra = "") {
+    name_ = name;
+    std::ofstream(config()) << campaign_header(name, "once", dir_.path())
+                            << short_yield_campaign(R"(["running"])", repetitions) << extra;
+  }
+  fs::path config() const { return dir_.path() / "campaign.toml"; }
+  fs::path log(int n) const { return dir_.path() / ("daemon" + std::to_string(n) + ".log"); }
+  fs::path marker() const { return dir_.path() / "bundles" / ".daemon" / (name_ + ".step"); }
+  std::unique_ptr<Store> store() const {
+    return open_store("sqlite://" + (dir_.path() / "store.db").string());
+  }
+  int run_count() const {
+    sql::Database db(dir_.path() / "store.db");
+    sql::Statement q(db, "SELECT count(*) FROM campaign_runs");
+    q.step();
+    return static_cast<int>(q.integer(0));
+  }
+  // The only step of the last run.
+  StepRecord only_step() const {
+    auto s = store();
+    auto run = s->last_run(name_);
+    if (!run) return {};
+    auto steps = s->steps(run->id);
+    return steps.size() == 1 ? steps.begin()->second : StepRecord{};
+  }
+  // What `schedlab store rebuild` indexes from the bundle directory, into a store of its own.
+  int rebuilt_count() const {
+    const auto o = testing::schedlab("store rebuild " + (dir_.path() / "bundles").string() +
+                                     " --store sqlite://" + (dir_.path() / "rebuilt.db").string());
+    EXPECT_EQ(o.code, 0) << o.out;
+    return open_store("sqlite://" + (dir_.path() / "rebuilt.db").string())->bundle_count();
+  }
+
+  testing::TempDir dir_;
+  std::string name_;
+};
+
+// #30.1: a second daemon on the same campaign refuses at once (exit 2), naming the first one's pid,
+// and leaves the first one's step alone.
+TEST_F(DaemonOnce, ASecondDaemonOnTheSameCampaignRefusesNamingTheHolder) {
+  write_campaign("locked");
+  DaemonProcess first(config(), log(1), "step-start");
+  ASSERT_TRUE(first.wait_for_log("paused at step-start", 1, 60)) << first.log_text();
+  DaemonProcess second(config(), log(2));
+  EXPECT_EQ(second.wait(), 2) << second.log_text();
+  EXPECT_NE(
+      second.log_text().find("already run by another schedlab daemon (pid " + std::to_string(first.pid())),
+      std::string::npos)
+      << second.log_text();
+  EXPECT_FALSE(first.exited());
+  first.terminate();
+  EXPECT_EQ(first.wait(), 0) << first.log_text();
+  EXPECT_EQ(run_count(), 1);
+  EXPECT_EQ(first.log_text().find("left running"), std::string::npos) << first.log_text();
+}
+
+// #30.2: a restart after a once run finished begins no new run; its exit status is the run's.
+TEST_F(DaemonOnce, AFinishedOnceRunIsFinalAcrossRestarts) {
+  write_campaign("final");
+  {
+    DaemonProcess d(config(), log(1));
+    EXPECT_EQ(d.wait(), 0) << d.log_text();
+  }
+  DaemonProcess again(config(), log(2));
+  EXPECT_EQ(again.wait(), 0) << again.log_text();
+  EXPECT_NE(again.log_text().find("a once campaign runs once"), std::string::npos) << again.log_text();
+  EXPECT_EQ(again.log_text().find("(attempt"), std::string::npos) << "a step ran again: " << again.log_text();
+  EXPECT_EQ(run_count(), 1);
+  // A changed campaign file is a new plan: that one runs.
+  std::ofstream(config(), std::ios::app) << "# changed\n";
+  DaemonProcess changed(config(), log(3));
+  EXPECT_EQ(changed.wait(), 0) << changed.log_text();
+  EXPECT_EQ(run_count(), 2);
+}
+
+// #30.7: the marker's session is killed (all of it, and waited for) only in the boot that wrote it;
+// a marker of another boot, or one naming a bare process group, kills nothing.
+TEST_F(DaemonOnce, KillsTheLeftoverSessionOfThisBootOnly) {
+  write_campaign("leftover");
+  // A step left running: a session leader, and a "workload" in a process group of its own.
+  const pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    if (::fork() == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::vector<pid_t> step;
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        step = descendants_of(leader);
+        return step.size() == 1;
+      },
+      std::chrono::seconds(5)));
+  step.push_back(leader);
+  // Unrelated processes that a stale marker would name: one in a session, one a process group.
+  const auto unrelated = [](bool session) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      session ? (void)::setsid() : (void)::setpgid(0, 0);
+      ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  };
+  const pid_t other_boot = unrelated(true);
+  const pid_t bare_group = unrelated(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // their setsid/setpgid done
+  auto start_with_marker = [&](const std::string& text, int n) {
+    fs::create_directories(marker().parent_path());
+    std::ofstream(marker()) << text;
+    DaemonProcess d(config(), log(n));
+    EXPECT_EQ(d.wait(), 0) << d.log_text();
+    return d.log_text();
+  };
+  auto log1 = start_with_marker(
+      "session " + std::to_string(other_boot) + " boot 00000000-0000-4000-8000-000000000001\n", 1);
+  EXPECT_TRUE(testing::process_alive(other_boot)) << "a session of another boot was killed: " << log1;
+  std::ofstream(config(), std::ios::app) << "# run again\n";
+  auto log2 = start_with_marker("pgid " + std::to_string(bare_group) + "\n", 2);
+  EXPECT_TRUE(testing::process_alive(bare_group)) << "a bare process group was killed: " << log2;
+  std::ofstream(config(), std::ios::app) << "# and again\n";
+  auto log3 = start_with_marker("session " + std::to_string(leader) + " boot " + boot_id() + "\n", 3);
+  EXPECT_NE(log3.find("killed 2 process(es) a previous daemon's step left running"), std::string::npos)
+      << log3;
+  for (pid_t p : step) EXPECT_FALSE(testing::process_alive(p)) << p << " of the leftover step survived";
+  for (pid_t p : {leader, other_boot, bare_group}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  for (pid_t p : step) ::kill(p, SIGKILL);
+}
+
+// Sets an environment variable for the daemons a test starts, and unsets it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// #30.7, the fallback without a writable cgroup: a daemon killed during a repetition leaves the runner
+// and its workload (in a process group of its own) running; the next daemon kills the whole step, and
+// waits for it, before anything reruns.
+TEST_F(DaemonOnce, InASessionTheKilledDaemonsWholeStepIsGoneBeforeTheRerun) {
+  ScopedEnv session("SCHEDLAB_DAEMON_ISOLATION", "session");
+  name_ = "session";
+  std::ofstream(config()) << campaign_header(name_, "once", dir_.path())
+                          << "configurations = [\"running\"]\ncounters = false\nsettle_timeout_s = 0\n"
+                             "[exporter]\nlisten = \"\"\n[[workload]]\nname = \"yield\"\nrepetitions = 3\n"
+                             "params = { yields = 600000 }\n";
+  std::vector<pid_t> left;
+  {
+    DaemonProcess d(config(), log(1));
+    left = step_processes(marker(), 30);
+    ASSERT_GE(left.size(), 2u) << d.log_text();
+    std::set<pid_t> groups;
+    for (pid_t p : left) groups.insert(::getpgid(p));
+    EXPECT_GE(groups.size(), 2u) << "the workload runs in a process group of its own";
+    d.kill_hard();
+  }
+  for (pid_t p : left)
+    EXPECT_TRUE(testing::process_alive(p)) << p << " ended with the daemon: proves nothing";
+  DaemonProcess d(config(), log(2), "step-start");
+  ASSERT_TRUE(d.wait_for_log("paused at step-start", 1, 30)) << d.log_text();
+  for (pid_t p : left)
+    EXPECT_FALSE(testing::process_alive(p)) << p << " of the killed daemon's step still runs";
+  EXPECT_NE(d.log_text().find("killed " + std::to_string(left.size()) + " process(es)"), std::string::npos)
+      << d.log_text();
+  d.terminate();
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+}
+
+// #30.8: a step discarded where an earlier attempt of that name was discarded before (a recreated
+// store) is set aside under a new name, instead of failing the daemon on every restart.
+TEST_F(DaemonOnce, ADiscardOntoAnExistingDiscardedAttemptKeepsBoth) {
+  write_campaign("twice-discarded");
+  {
+    DaemonProcess d(config(), log(1), "step-start");
+    ASSERT_TRUE(d.wait_for_log("paused at step-start", 1, 60)) << d.log_text();
+    d.kill_hard();
+  }
+  const fs::path attempt = only_step().attempt_dir;
+  ASSERT_FALSE(attempt.empty());
+  const fs::path earlier = attempt.string() + ".discarded";
+  fs::create_directories(earlier);
+  std::ofstream(earlier / "step.log") << "an earlier store's discarded attempt\n";
+  DaemonProcess d(config(), log(2));
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+  EXPECT_EQ(only_step().status, StepStatus::kFinished) << only_step().reason;
+  EXPECT_TRUE(fs::exists(earlier / "step.log"));
+  EXPECT_TRUE(fs::is_directory(attempt.string() + "-2.discarded")) << d.log_text();
+}
+
+// #30.9: a run superseded by a changed campaign file had a step whose bundle was written but not
+// committed: it is set aside, so that the store rebuilt from disk counts what the daemon counted.
+TEST_F(DaemonOnce, ASupersededRunsHalfDoneStepIsSetAside) {
+  write_campaign("superseded");
+  {
+    DaemonProcess d(config(), log(1), "store-write");
+    ASSERT_TRUE(d.wait_for_log("paused at store-write", 1, 60)) << d.log_text();
+    d.kill_hard();
+  }
+  std::ofstream(config(), std::ios::app) << "# changed\n";
+  DaemonProcess d(config(), log(2));
+  ASSERT_EQ(d.wait(), 0) << d.log_text();
+  EXPECT_NE(d.log_text().find("superseded"), std::string::npos) << d.log_text();
+  EXPECT_EQ(store()->bundle_count(), 1);
+  EXPECT_EQ(rebuilt_count(), 1) << "a bundle on disk the daemon never recorded";
+}
+
+// #30.10: the step runs with the signal dispositions a shell gives it, not the daemon's: the
+// exporter's civetweb ignores SIGPIPE in the daemon.
+TEST_F(DaemonOnce, TheStepDoesNotInheritTheDaemonsIgnoredSigpipe) {
+  name_ = "signals";
+  std::ofstream(config())
+      << campaign_header(name_, "once", dir_.path())
+      << "configurations = [\"running\"]\ncounters = false\nsettle_timeout_s = 0\n"
+         "[exporter]\nlisten = \"127.0.0.1:"
+      << testing::free_port()
+      << "\"\n[[workload]]\nname = \"yield\"\nrepetitions = 3\nparams = { yields = 600000 }\n";
+  DaemonProcess d(config(), log(1));
+  const auto step = step_processes(marker(), 30);
+  ASSERT_FALSE(step.empty()) << d.log_text();
+  const auto ignored = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("SigIgn:", 0) == 0) return std::stoull(trim(line.substr(7)), nullptr, 16);
+    return 0ull;
+  };
+  const auto daemon_ignores = ignored(d.pid());
+  EXPECT_NE(daemon_ignores & (1ull << (SIGPIPE - 1)), 0u)
+      << "the daemon does not ignore SIGPIPE: proves nothing";
+  for (pid_t p : step)
+    EXPECT_EQ(ignored(p) & (1ull << (SIGPIPE - 1)), 0u) << p << " of the step ignores SIGPIPE";
+  d.terminate();
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+}
+
+// #30.11: a store another process holds locked for longer than SQLite's busy timeout (10 s; a
+// rebuild, say) makes the daemon wait, not fail.
+TEST_F(DaemonOnce, WaitsForAStoreLockedLongerThanTheBusyTimeout) {
+  write_campaign("busy");
+  { open_store("sqlite://" + (dir_.path() / "store.db").string()); }  // the schema, as the daemon makes it
+  sql::Database holder(dir_.path() / "store.db");
+  auto tx = std::make_unique<sql::Transaction>(holder);  // BEGIN IMMEDIATE: the write lock
+  DaemonProcess d(config(), log(1));
+  std::this_thread::sleep_for(std::chrono::seconds(11));
+  EXPECT_FALSE(d.exited()) << d.log_text();
+  tx->commit();
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+  EXPECT_EQ(only_step().status, StepStatus::kFinished);
+}
+
+// #30.3: a run recorded as scheduled ahead of the clock (the clock was wrong when it ran) does not
+// hold the schedule back until the clock reaches it.
+TEST(DaemonSchedule, ARunRecordedAheadOfTheClockDoesNotBlockTheSchedule) {
+  testing::TempDir dir;
+  const auto config = dir.path() / "campaign.toml";
+  std::ofstream(config) << campaign_header("ahead", "*:*:0/2", dir.path())
+                        << short_yield_campaign(R"(["running"])", 1);
+  {
+    auto store = open_store("sqlite://" + (dir.path() / "store.db").string());
+    store->first_seen("ahead");
+    const auto tomorrow = std::chrono::system_clock::now() + std::chrono::hours(24);
+    auto run = store->begin_run("ahead", "an-earlier-file", format_utc_timestamp(tomorrow), 1);
+    store->end_run(run.id, "finished");
+  }
+  DaemonProcess d(config, dir.path() / "daemon.log");
+  EXPECT_TRUE(d.wait_for_log("run 2 for the elapse at", 1, 15)) << d.log_text();
+  d.terminate();
+  EXPECT_EQ(d.wait(), 0) << d.log_text();
+
+  // The same for a campaign first seen ahead of the clock, with no run yet.
+  std::ofstream(config) << campaign_header("seen-ahead", "*:*:0/2", dir.path())
+                        << short_yield_campaign(R"(["running"])", 1);
+  {
+    sql::Database db(dir.path() / "store.db");
+    sql::Statement(db, "INSERT INTO campaigns (name, first_seen) VALUES ('seen-ahead', ?1)")
+        .bind_all(format_utc_timestamp(std::chrono::system_clock::now() + std::chrono::hours(24)))
+        .run();
+  }
+  DaemonProcess seen(config, dir.path() / "daemon2.log");
+  EXPECT_TRUE(seen.wait_for_log("for the elapse at", 1, 15)) << seen.log_text();
+  seen.terminate();
+  EXPECT_EQ(seen.wait(), 0) << seen.log_text();
+}
+
+// #30.12: the latest missed elapse of a secondly schedule missed for 30 days (2.6 million elapses) is
+// the last second, not the millionth elapse after `since`.
+TEST(DaemonSchedule, TheLatestMissedElapseOfALongOutageIsTheLatest) {
+  using namespace std::chrono;
+  const auto every_second = parse_calendar("*:*:*");
+  const auto now = floor<seconds>(system_clock::now()) + milliseconds(300);
+  const auto latest = latest_missed_elapse(every_second, now - hours(24 * 30), now);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(*latest, floor<seconds>(now));
+  const auto daily = parse_calendar("*-*-* 02:00:00");
+  const auto day = latest_missed_elapse(daily, now - hours(24 * 400), now);
+  ASSERT_TRUE(day);
+  EXPECT_LE(*day, now);
+  EXPECT_GT(*day, now - hours(24));
+  EXPECT_GT(next_elapse(daily, *day).value(), now);
+  EXPECT_FALSE(latest_missed_elapse(daily, *day, now)) << "nothing after the latest";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cli_util.hpp"
@@ -218,6 +219,30 @@ TEST(UnitFile, RunsTheCampaignDaemonAndStopsCleanly) {
   EXPECT_EQ(fs::path(exec.substr(0, exec.find(' '))).filename(), "schedlab") << exec;
   EXPECT_EQ(unit.get("KillMode"), "mixed");
   EXPECT_EQ(unit.values.count("Install.WantedBy"), 1u);
+}
+
+// #30.2: systemd restarts the daemon when it failed (a signal, or the exit status of the daemon's
+// own failure, here a store it cannot open), and never when a once run is final: exit 1 (finished
+// with failed steps) or 2 (bad input, or the campaign run by another daemon already).
+TEST(UnitFile, RestartsTheDaemonOnItsOwnFailureAndNeverOnAFinishedRun) {
+  const auto unit = Unit::parse(testing::slurp(kUnit));
+  EXPECT_EQ(unit.get("Restart"), "on-failure");
+  std::set<std::string> prevented;
+  std::istringstream words(unit.get("RestartPreventExitStatus"));
+  for (std::string w; words >> w;) prevented.insert(w);
+  EXPECT_EQ(prevented, (std::set<std::string>{"1", "2"}));
+  testing::TempDir dir;
+  testing::spit(dir.path() / "not-a-directory", "");
+  testing::spit(dir.path() / "c.toml", "[campaign]\nname = \"x\"\nschedule = \"once\"\nstore = \"sqlite://" +
+                                           (dir.path() / "not-a-directory" / "store.db").string() +
+                                           "\"\noutput = \"" + (dir.path() / "out").string() +
+                                           "\"\nconfigurations = [\"running\"]\n[exporter]\nlisten = \"\"\n"
+                                           "[[workload]]\nname = \"yield\"\n");
+  const auto o = testing::schedlab("daemon --config " + (dir.path() / "c.toml").string());
+  EXPECT_NE(o.out.find("cannot open the store"), std::string::npos) << o.out;
+  EXPECT_NE(o.code, 0) << o.out;
+  EXPECT_EQ(prevented.count(std::to_string(o.code)), 0u) << "exit " << o.code << " is not restarted:\n"
+                                                         << o.out;
 }
 
 TEST(UnitFile, SystemdAnalyzeVerifyAcceptsIt) {

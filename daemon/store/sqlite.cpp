@@ -2,9 +2,37 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/clock.hpp"
 #include "core/error.hpp"
 
 namespace schedlab::sql {
+namespace {
+
+// Waits between retries of a statement SQLite found busy: 10 ms doubling to 1 s, until
+// kBusyGiveUpSeconds passed since the first try. False when it is time to give up.
+class BusyBackoff {
+ public:
+  bool wait() {
+    if (monotonic_seconds() - started_ > kBusyGiveUpSeconds) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    delay_ms_ = std::min(delay_ms_ * 2, 1000);
+    return true;
+  }
+
+ private:
+  double started_ = monotonic_seconds();
+  int delay_ms_ = 10;
+};
+
+bool is_busy(int rc) {
+  return (rc & 0xff) == SQLITE_BUSY;
+}
+
+}  // namespace
 
 Database::Database(const std::filesystem::path& file) : file_(file) {
   if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -27,7 +55,15 @@ void Database::fail(const std::string& doing) const {
 
 void Database::exec(const std::string& sql) {
   char* message = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+  BusyBackoff backoff;
+  int rc;
+  // Retried whole: a busy error comes before the first statement changed anything (BEGIN IMMEDIATE,
+  // the schema's CREATE IF NOT EXISTS) or from a COMMIT, which can be retried as it stands.
+  while (is_busy(rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message)) && backoff.wait()) {
+    sqlite3_free(message);
+    message = nullptr;
+  }
+  if (rc != SQLITE_OK) {
     std::string why = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
     throw Error(file_.string() + ": " + sql.substr(0, 60) + ": " + why);
@@ -66,7 +102,15 @@ Statement& Statement::bind(int index, const Value& value) {
 
 bool Statement::step() {
   int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
+  // Before its first row a busy statement has done nothing: reset (bindings stay) and try again.
+  for (BusyBackoff backoff; is_busy(rc) && !stepped_ && backoff.wait();) {
+    sqlite3_reset(stmt_);
+    rc = sqlite3_step(stmt_);
+  }
+  if (rc == SQLITE_ROW) {
+    stepped_ = true;
+    return true;
+  }
   if (rc == SQLITE_DONE) return false;
   db_.fail("running '" + sql_.substr(0, 60) + "'");
 }
@@ -77,6 +121,7 @@ void Statement::run() {
 }
 
 void Statement::reset() {
+  stepped_ = false;
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }

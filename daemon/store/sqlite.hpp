@@ -1,6 +1,8 @@
 #pragma once
 // A thin RAII layer over SQLite's C API: a connection, prepared statements with bound values, and
 // transactions that roll back unless committed. Errors throw Error naming the database and statement.
+// A database another process holds locked (SQLITE_BUSY: `store rebuild` while the daemon ends a step)
+// is waited for: SQLite's busy timeout, then retries with backoff for kBusyGiveUpSeconds in all.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -14,6 +16,8 @@ struct sqlite3_stmt;
 namespace schedlab::sql {
 
 using Value = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
+
+inline constexpr double kBusyGiveUpSeconds = 600;
 
 class Database;
 
@@ -44,6 +48,7 @@ class Statement {
   Database& db_;
   sqlite3_stmt* stmt_ = nullptr;
   std::string sql_;
+  bool stepped_ = false;  // a row was returned since the last reset: a busy retry would repeat it
 };
 
 class Database {

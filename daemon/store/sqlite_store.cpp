@@ -39,6 +39,8 @@ CREATE TABLE IF NOT EXISTS steps (
   PRIMARY KEY (run_id, step_key));
 )";
 
+constexpr std::size_t kRebuildBatch = 32;  // bundles per rebuild transaction
+
 StepStatus parse_step_status(const std::string& s) {
   if (s == "running") return StepStatus::kRunning;
   if (s == "finished") return StepStatus::kFinished;
@@ -217,18 +219,29 @@ class SqliteStore : public Store {
     }
     if (ec) throw Error(dir.string() + ": cannot list: " + ec.message());
     std::sort(files.begin(), files.end());
-    sql::Transaction tx(db_);
-    db_.exec("DELETE FROM metrics; DELETE FROM repetitions; DELETE FROM bundles; DELETE FROM kernels;");
-    int indexed = 0;
-    for (const auto& f : files) {
-      try {
-        insert_bundle(std::filesystem::weakly_canonical(f), load_bundle(f));
-        ++indexed;
-      } catch (const InputError& e) {
-        skipped.push_back(e.what());
-      }
+    {
+      sql::Transaction tx(db_);
+      db_.exec("DELETE FROM metrics; DELETE FROM repetitions; DELETE FROM bundles; DELETE FROM kernels;");
+      tx.commit();
     }
-    tx.commit();
+    // In batches, each its own short transaction: a daemon ending a step meanwhile waits for one batch,
+    // not for the whole rebuild. Its bundle, indexed between two batches, is not indexed twice.
+    int indexed = 0;
+    for (std::size_t begin = 0; begin < files.size(); begin += kRebuildBatch) {
+      const std::size_t end = std::min(files.size(), begin + kRebuildBatch);
+      std::vector<std::pair<std::filesystem::path, Bundle>> batch;  // loaded before the lock is taken
+      for (std::size_t i = begin; i < end; ++i) {
+        try {
+          batch.emplace_back(std::filesystem::weakly_canonical(files[i]), load_bundle(files[i]));
+        } catch (const InputError& e) {
+          skipped.push_back(e.what());
+        }
+      }
+      sql::Transaction tx(db_);
+      for (const auto& [path, bundle] : batch) insert_bundle(path, bundle);
+      tx.commit();
+      indexed += static_cast<int>(batch.size());
+    }
     return indexed;
   }
 
