@@ -42,7 +42,7 @@ TEST_F(StoreTest, IndexesEachBundleOnceAndAnswersHistoryWithTheMedian) {
   EXPECT_FALSE(store_->index_bundle(files_[0], load_bundle(files_[0])));  // idempotent
   EXPECT_EQ(store_->bundle_count(), 4);
 
-  auto points = store_->history("yield", "ns_per_yield", "");
+  auto points = store_->history("yield", "ns_per_yield", "", "");
   ASSERT_EQ(points.size(), 4u);
   for (std::size_t i = 1; i < points.size(); ++i) EXPECT_LE(points[i - 1].started_at, points[i].started_at);
   const auto first = load_bundle(fs::path(points[0].bundle_path));
@@ -54,9 +54,9 @@ TEST_F(StoreTest, IndexesEachBundleOnceAndAnswersHistoryWithTheMedian) {
   EXPECT_EQ(points[0].unit, "ns");
 
   // The configuration filter matches a label (these bundles carry one) and nothing else.
-  EXPECT_EQ(store_->history("yield", "ns_per_yield", "counters-per-task").size(), 2u);
-  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "no-such-kernel").empty());
-  EXPECT_TRUE(store_->history("yield", "no_such_metric", "").empty());
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "counters-per-task", "").size(), 2u);
+  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "no-such-kernel", "").empty());
+  EXPECT_TRUE(store_->history("yield", "no_such_metric", "", "").empty());
   const auto per_rep = store_->seconds_per_repetition();
   EXPECT_GT(per_rep.at("yield/" + first.instances.at(0).params_hash), 0);
 }
@@ -71,7 +71,7 @@ TEST_F(StoreTest, RebuildReindexesFromDiskSkippingDiscardedAttemptsAndReportingB
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("broken.json"), std::string::npos) << skipped[0];
   EXPECT_EQ(store_->bundle_count(), 4);
-  EXPECT_EQ(store_->history("yield", "ns_per_yield", "").size(), 4u);
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "", "").size(), 4u);
 }
 
 TEST_F(StoreTest, AStepIsRecordedOnceAndACrashBeforeCommitLeavesItRunning) {
