@@ -496,7 +496,8 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
     newest.pop_back();
     impl_->families.remove(old);
     impl_->series.erase(old);
-    impl_->evicted.insert(old);
+    if (!impl_->settings.pushgateway.empty())
+      impl_->evicted.insert(old);  // its group, deleted at the next push
     auto& stamp = impl_->published.Add({{"host", impl_->host}, {"configuration", old}});
     impl_->published.Remove(&stamp);
   }

@@ -1,5 +1,6 @@
 // The SQLite store: WAL journal, synchronous=FULL (a box that loses power mid-campaign must not lose
-// a committed step), foreign keys on. Schema version 1.
+// a committed step), foreign keys on. Schema version 1; additions since (an index) are CREATE ... IF NOT
+// EXISTS, made by the next writer to open an older store: no migration, no rebuild.
 #include <algorithm>
 #include <cmath>
 
