@@ -47,6 +47,7 @@ struct RunArgs {
   bool seed_given = false;
   bool no_counters = false;
   std::string label;
+  std::string instance_id;
   std::string out = "results";
   std::string isolation = "auto";
   std::string counter_scope = "auto";
@@ -83,6 +84,11 @@ RunPlan make_plan(const RunArgs& a) {
     plan.smoke = true;
   } else {
     for (const auto& w : a.workloads) plan.instances.push_back({w, w, {}});
+    if (!a.instance_id.empty()) {
+      if (plan.instances.size() != 1)
+        throw InputError("--instance-id " + a.instance_id + ": names one instance; give one --workload");
+      plan.instances[0].id = a.instance_id;
+    }
     plan.repetitions = a.repetitions_given ? a.repetitions : 9;
     plan.smoke = plan.repetitions < 5;
   }
@@ -256,6 +262,9 @@ int run_cli(int argc, char** argv) {
   auto* seed =
       run->add_option("--seed", run_args.seed, "Seed of the workload-order shuffle (default: random)");
   run->add_option("--label", run_args.label, "Free text stored in the bundle");
+  run->add_option("--instance-id", run_args.instance_id,
+                  "The instance's id in the bundle (one --workload; default: the workload's name; a sweep "
+                  "appends its values). The daemon passes its campaign's, so a sweep's steps stay apart");
   run->add_option("--out", run_args.out, "Directory for the bundles")->default_val("results");
   run->add_flag(
       "--profile", run_args.profile,

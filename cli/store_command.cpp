@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "daemon/store/store.hpp"
+#include "workloads/registry.hpp"
 
 namespace schedlab {
 
@@ -22,6 +25,9 @@ StoreCommand::StoreCommand(CLI::App& app) {
   history_->add_option("--workload", workload_, "Workload name (see `schedlab workloads`)")->required();
   history_->add_option("--metric", metric_, "Metric name, e.g. ns_per_yield")->required();
   history_->add_option("--kernel", kernel_, "Only this configuration label or kernel release");
+  history_->add_option("--instance", instance_,
+                       "Only this instance: its id (a sweep's: yield.threads=2) or its params hash (or 6+ "
+                       "of its first characters)");
   store_ = app.add_subcommand("store", "The store that indexes result bundles");
   store_->require_subcommand(1);
   rebuild_ = store_->add_subcommand("rebuild", "Drop the bundle index and re-index every bundle under DIR");
@@ -30,7 +36,44 @@ StoreCommand::StoreCommand(CLI::App& app) {
     c->add_option("--store", url_, "sqlite:///PATH")->default_val(default_store_url());
 }
 
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Unknown names are bad input (exit 2) with the known ones listed, as `run` says of its arguments;
+// a known name with nothing in the store is not (exit 1, "no ok repetition").
+void check_history_names(Store& store, const std::string& workload, const std::string& metric,
+                         const std::string& kernel, const std::string& instance, const std::string& url) {
+  const auto declared = make_workload(workload);  // throws "unknown workload 'X' (known: ...)"
+  std::vector<std::string> metrics = store.metric_names(workload);
+  for (const auto& m : declared->metrics()) metrics.push_back(m.name);
+  std::sort(metrics.begin(), metrics.end());
+  metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
+  if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end())
+    throw InputError("--metric " + metric + ": not a metric of " + workload + " (known: " + joined(metrics) +
+                     ")");
+  if (instance.empty() || !store.history(workload, metric, kernel, instance).empty()) return;
+  std::set<std::string> known;
+  for (const auto& p : store.history(workload, metric, kernel, ""))
+    known.insert(p.instance_id + " (params " + p.params_hash + ")");
+  throw InputError("--instance " + instance + ": no instance of " + workload + " with " + metric +
+                   (kernel.empty() ? "" : " on " + kernel) + " in " + url + " has that id or params hash (known: " +
+                   (known.empty() ? "none" : joined({known.begin(), known.end()})) + ")");
+}
+
+}  // namespace
+
 int StoreCommand::run() const {
+  if (history_->parsed()) {
+    // A reader: it never creates the store (nor its directory), and a missing one is bad input.
+    auto store = open_store_to_read(url_);
+    check_history_names(*store, workload_, metric_, kernel_, instance_, url_);
+    return print_history(*store);
+  }
   auto store = open_store(url_);
   if (rebuild_->parsed()) {
     std::vector<std::string> skipped;
@@ -39,17 +82,21 @@ int StoreCommand::run() const {
     fmt::print("indexed {} bundle(s) from {} into {}\n", indexed, dir_, url_);
     return skipped.empty() ? 0 : 1;
   }
-  const auto points = store->history(workload_, metric_, kernel_);
+  return 0;
+}
+
+int StoreCommand::print_history(Store& store) const {
+  const auto points = store.history(workload_, metric_, kernel_, instance_);
   if (points.empty()) {
     fmt::print(stderr, "schedlab: no ok repetition of {}.{}{} in {}\n", workload_, metric_,
                kernel_.empty() ? "" : " on " + kernel_, url_);
     return 1;
   }
-  fmt::print("{:<25} {:<28} {:<24} {:>14} {:<6} {:>4}  {}\n", "started", "configuration", "instance",
-             "median", "unit", "n", "bundle");
+  fmt::print("{:<25} {:<28} {:<24} {:<16} {:>14} {:<6} {:>4}  {}\n", "started", "configuration", "instance",
+             "params", "median", "unit", "n", "bundle");
   for (const auto& p : points)
-    fmt::print("{:<25} {:<28} {:<24} {:>14.6g} {:<6} {:>4}  {}\n", p.started_at, p.configuration,
-               p.instance_id, p.median, p.unit, p.repetitions, p.bundle_path);
+    fmt::print("{:<25} {:<28} {:<24} {:<16} {:>14.6g} {:<6} {:>4}  {}\n", p.started_at, p.configuration,
+               p.instance_id, p.params_hash, p.median, p.unit, p.repetitions, p.bundle_path);
   return 0;
 }
 

@@ -6,6 +6,8 @@
 
 namespace schedlab {
 
+class Store;
+
 // Root keeps the store with the system's state; others in their home.
 std::string default_store_url();
 
@@ -16,8 +18,10 @@ class StoreCommand {
   int run() const;
 
  private:
+  int print_history(Store& store) const;
+
   CLI::App *history_, *store_, *rebuild_;
-  std::string url_ = default_store_url(), workload_, metric_, kernel_, dir_;
+  std::string url_ = default_store_url(), workload_, metric_, kernel_, instance_, dir_;
 };
 
 }  // namespace schedlab

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -129,7 +130,9 @@ class Daemon {
         store_(open_store(campaign_.store_url)),
         process_(campaign_.output / ".daemon" / (directory_name(campaign_.name) + ".step"),
                  options.isolation != "session") {
-    if (!campaign_.exporter.listen.empty()) exporter_ = std::make_unique<Exporter>(campaign_.exporter);
+    // A Pushgateway without a listen address is push-only: the exporter holds the series it pushes.
+    if (!campaign_.exporter.listen.empty() || !campaign_.exporter.pushgateway.empty())
+      exporter_ = std::make_unique<Exporter>(campaign_.exporter);
     if (options.pause_at == "store-write") store_->set_commit_hook([this] { pause("store-write"); });
   }
 
@@ -137,10 +140,19 @@ class Daemon {
     log_.info(fmt::format(
         "campaign '{}' from {}: {} step(s), store {}, steps isolated by {}{}", campaign_.name,
         campaign_.file.string(), expand_plan(campaign_).size(), campaign_.store_url, process_.isolation(),
-        exporter_ ? fmt::format(", metrics on {} (port {})", campaign_.exporter.listen, exporter_->port())
-                  : ""));
+        exporter_ && !campaign_.exporter.listen.empty()
+            ? fmt::format(", metrics on {} (port {})", campaign_.exporter.listen, exporter_->port())
+            : ""));
     if (int killed = process_.kill_leftovers(); killed > 0)
       log_.warning(fmt::format("killed {} process(es) a previous daemon's step left running", killed));
+    if (exporter_) {
+      // The plan's size from start-up, and only the campaign's instances on show (not one removed from it).
+      const auto plan = expand_plan(campaign_);
+      exporter_->set_plan_steps(static_cast<int>(plan.size()));
+      std::set<std::string> instances;
+      for (const auto& step : plan) instances.insert(step.instance_id);
+      exporter_->set_instances(instances);
+    }
     republish_latest();
     if (!campaign_.schedule) return run_once();
     return run_scheduled();
@@ -461,7 +473,7 @@ class Daemon {
 
   void fail_step(const CampaignRun& run, const std::string& key, const std::string& why) {
     store_->end_step(run.id, key, StepStatus::kFailed, std::nullopt, nullptr, why);
-    if (exporter_) exporter_->count_failed();
+    if (exporter_) exporter_->count_step_failed();
     log_.error("step " + key + " failed: " + why);
   }
 
@@ -487,10 +499,17 @@ class Daemon {
     store_->end_step(run.id, step.key, StepStatus::kFinished, fs::absolute(*bundle_path), &bundle,
                      failed + timed_out ? fmt::format("{} failed, {} timed out", failed, timed_out) : "");
     if (exporter_) {
-      exporter_->count_finished();
-      if (failed) exporter_->count_failed();
-      if (timed_out) exporter_->count_timed_out();
-      exporter_->publish(bundle, configuration_name(bundle));
+      exporter_->count_step_recorded(bundle);
+      // The step is committed: an exporter error costs its series (logged, counted on /metrics), not the
+      // daemon.
+      try {
+        if (options_.pause_at == "publish-error")
+          throw Error("exporter: publish fault asked for by SCHEDLAB_DAEMON_PAUSE=publish-error");
+        exporter_->publish(bundle, configuration_name(bundle));
+      } catch (const std::exception& e) {
+        exporter_->count_publish_error();
+        log_.error(fmt::format("step {}: recorded, but not published: {}", step.key, e.what()));
+      }
       if (!campaign_.exporter.pushgateway.empty())
         if (auto err = exporter_->push(bundle, configuration_name(bundle)); !err.empty())
           log_.warning("push to " + campaign_.exporter.pushgateway + " failed: " + err);

@@ -16,7 +16,8 @@ struct DaemonOptions {
   std::filesystem::path schedlab_binary = "/proc/self/exe";  // what runs each step
   // Test seam for the fault test: "store-write" (inside a step's store transaction, before its
   // commit), "between-steps" or "step-start" (a step begun in the store, its process not started); the
-  // daemon logs "paused at POINT" and waits there to be killed.
+  // daemon logs "paused at POINT" and waits there to be killed. "publish-error" is a fault, not a pause:
+  // publishing each recorded step's bundle fails as an exporter error would (the daemon must survive it).
   std::string pause_at;
   // How long a lab step that staged its boot waits for the machine to go down (the fault test
   // shortens it with SCHEDLAB_DAEMON_REBOOT_WAIT_S).

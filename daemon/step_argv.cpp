@@ -10,7 +10,8 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, const fs::path& binary,
                                    const fs::path& attempt_dir) {
-  std::vector<std::string> run{"run", "--workload", s.workload};
+  // The campaign's instance id ("yield.threads=2"): without it every step of a sweep records "yield".
+  std::vector<std::string> run{"run", "--workload", s.workload, "--instance-id", s.instance_id};
   for (const auto& [key, value] : s.params)
     run.insert(run.end(), {"--param", s.workload + "." + key + "=" + value});
   run.insert(run.end(),

@@ -69,6 +69,10 @@ const configurationVar = () =>
   queryVar('configuration', 'Configuration', 'label_values(schedlab_repetitions{host=~"$host"}, configuration)');
 const workloadVar = () => queryVar('workload', 'Workload',
   'label_values(schedlab_repetitions{host=~"$host", configuration=~"$configuration"}, workload)');
+// An instance is its id (a sweep's spells its values: yield.threads=2) and its parameters' hash; the
+// variable lists ids, each line's legend names its id, so a sweep's instances are never drawn as one.
+const instanceVar = (scope) => queryVar('instance', 'Instance',
+  `label_values(schedlab_repetitions{${scope}}, instance_id)`);
 
 // ---- panels ----------------------------------------------------------------------------------------
 let nextId = 1;
@@ -175,7 +179,7 @@ function workloadDetail() {
   let y = 0;
   for (const w of WORKLOADS) {
     panels.push(row(w.title, y++));
-    const scope = [...SCOPE, `workload="${w.name}"`, 'workload=~"$workload"'];
+    const scope = [...SCOPE, `workload="${w.name}"`, 'workload=~"$workload"', 'instance_id=~"$instance"'];
     const legend = '{{host}} {{configuration}} {{instance_id}}';
     let x = 0;
     const place = (width, height = 8) => {
@@ -189,10 +193,10 @@ function workloadDetail() {
         place(12), { description: `${h.family} over time, one line per configuration (and instance): each step is a new nightly bundle.` }));
     if (w.histogram)
       panels.push(timeseries('Latency percentiles (exported histogram)', 's', QUANTILES.map((q, i) =>
-        target(`histogram_quantile(${q}, sum by (le, host, configuration) (schedlab_${w.name}_latency_seconds_bucket${sel(...scope)}))`,
-               `p${String(q * 100).replace('.', '')} {{host}} {{configuration}}`, String.fromCharCode(65 + i))),
+        target(`histogram_quantile(${q}, sum by (le, host, configuration, instance_id) (schedlab_${w.name}_latency_seconds_bucket${sel(...scope)}))`,
+               `p${String(q * 100).replace('.', '')} {{host}} {{configuration}} {{instance_id}}`, String.fromCharCode(65 + i))),
         place(12), { description:
-          `histogram_quantile over schedlab_${w.name}_latency_seconds, all instances of a configuration added up. The buckets hold the newest bundle's counts (replaced on publish), so they are read directly, not through rate(). Bucket bounds 1, 2, 3, 5, 7 per decade: a quantile is interpolated within its bucket; verdicts stay with schedlab diff.` }));
+          `histogram_quantile over schedlab_${w.name}_latency_seconds, per host, configuration and instance (a sweep's instances are not added up: their latencies are different experiments). The buckets hold the newest bundle's counts (replaced on publish), so they are read directly, not through rate(). Bucket bounds 1, 2, 3, 5, 7 per decade: a quantile is interpolated within its bucket; verdicts stay with schedlab diff.` }));
     const per = w.perOperation ? 'operation' : 'repetition';
     const perTitle = w.perOperation ? 'per operation' : 'per build (repetition)';
     panels.push(timeseries(`Context switches ${perTitle}`, 'short', [
@@ -212,7 +216,8 @@ function workloadDetail() {
   }
   return dashboard('schedlab-workloads', 'schedlab / Workload detail',
     'One row per workload: the headline metric over time per configuration, latency percentiles from the exported histograms, context switches and migrations per operation, IPC where hardware counters exist.',
-    [datasourceVar(), hostVar(), configurationVar(), workloadVar()], panels, 'now-30d');
+    [datasourceVar(), hostVar(), configurationVar(), workloadVar(),
+     instanceVar('host=~"$host", configuration=~"$configuration", workload=~"$workload"')], panels, 'now-30d');
 }
 
 // ---- Kernel A/B ------------------------------------------------------------------------------------
@@ -220,7 +225,7 @@ function kernelAB() {
   nextId = 1;
   const panels = [];
   let y = 0;
-  const side = (s) => [`host=~"$host"`, `configuration="$${s}"`, 'workload=~"$workload"'];
+  const side = (s) => [`host=~"$host"`, `configuration="$${s}"`, 'workload=~"$workload"', 'instance_id=~"$instance"'];
   const AB = [['a', 'A'], ['b', 'B']];
   const median = (family, parts) => `quantile_over_time(0.5, ${family}${sel(...parts)}[\${runs}d])`;
   const legendAB = (s) => `${s === 'a' ? 'A' : 'B'} {{configuration}} {{host}} {{instance_id}}`;
@@ -242,15 +247,16 @@ function kernelAB() {
         target(median(h.family, wside(s)), legendAB(s), ref, { instant: true, range: false })), place(8), { description:
         'quantile_over_time(0.5) of the gauge over the last ${runs} days: with one run a night, the last ${runs} runs (time-weighted: a run counts as long as it stayed the newest). Exploratory: verdicts come from schedlab diff over the store.' }));
       panels.push(sparkline(`${h.title}: B / A`, 'percentunit', [
-        target(`${median(h.family, wside('b'))} / ignoring(configuration) ${median(h.family, wside('a'))}`,
+        // params_hash ignored too: a kernel booted with another CPU count resolves other defaults.
+        target(`${median(h.family, wside('b'))} / ignoring(configuration, params_hash) ${median(h.family, wside('a'))}`,
                '{{host}} {{instance_id}}', 'A', { instant: true, range: false })],
         place(6), { description: 'B\'s median over A\'s, per host and instance (100% = the same).' }));
     }
     if (w.histogram)
       panels.push(bargauge('Latency percentiles, newest bundle', 's', AB.flatMap(([s, ref]) =>
         [0.5, 0.99].map((q) => target(
-          `histogram_quantile(${q}, sum by (le, configuration) (schedlab_${w.name}_latency_seconds_bucket${sel(...wside(s))}))`,
-          `${ref} p${q * 100} {{configuration}}`, `${ref}${q * 100}`, { instant: true, range: false }))),
+          `histogram_quantile(${q}, sum by (le, configuration, instance_id) (schedlab_${w.name}_latency_seconds_bucket${sel(...wside(s))}))`,
+          `${ref} p${q * 100} {{configuration}} {{instance_id}}`, `${ref}${q * 100}`, { instant: true, range: false }))),
         place(12)));
     const per = w.perOperation ? 'operation' : 'repetition';
     panels.push(timeseries(`Context switches per ${w.perOperation ? 'operation' : 'build'}: A and B`, 'short',
@@ -270,6 +276,7 @@ function kernelAB() {
     'Two configurations (kernels) side by side: their headline metrics over time, medians over the last N nightly runs, B relative to A, latency percentiles and counters. Exploratory: verdicts come from schedlab diff.',
     [datasourceVar(), hostVar(), confVar('a', 'Configuration A'), confVar('b', 'Configuration B'),
      queryVar('workload', 'Workload', 'label_values(schedlab_repetitions{host=~"$host"}, workload)'),
+     instanceVar('host=~"$host", workload=~"$workload"'),
      customVar('runs', 'Last N runs (nights)', ['7', '14', '30'],
                'How many nightly runs the medians cover: one run a night, so N days.')],
     panels, 'now-30d');

@@ -4,8 +4,10 @@
 // dashboards/check/check.mjs validates the dashboards (JSON Schema from @grafana/schema, the datasource
 // lint, units) and runs every PromQL expression against that server, which must return data. Doctored
 // copies prove the checker catches a bogus metric name, a hard-coded datasource uid, a missing unit, an
-// unknown variable, a hardware mark on a metric the exporter does not export, and a family missing from
-// the exporter's catalogue.
+// unknown variable, a hardware mark on a metric the exporter does not export, a family missing from
+// the exporter's catalogue, and legends that draw a sweep's two instances as one line. yield is a sweep
+// (threads = [1, 2]): the check finds each of the bundles' instances as a series of its own and in the
+// "instance" variables.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -33,7 +35,7 @@ constexpr const char* kWorkloadTables = R"(
 [[workload]]
 name = "yield"
 repetitions = 2
-params = { yields = 20000, duration_s = 0.1 }
+params = { yields = 20000, duration_s = 0.1, threads = [1, 2] }
 [[workload]]
 name = "kernbench"
 repetitions = 1
@@ -167,7 +169,20 @@ TEST(DashboardsPrometheus, EveryExpressionReturnsDataAndABogusMetricFails) {
   // Only IPC targets may be empty, and only where the bundles say the PMU is missing: at most one per
   // workload on the detail dashboard and two (A and B) on the A/B dashboard.
   EXPECT_LE(hardware, static_cast<int>(kWorkloads.size()) * 3) << r.out;
+  // Every instance of the bundles (the yield sweep's two, one per other workload) is a series of its own.
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) bundle instances each a series of its own)")))
+      << r.out;
+  EXPECT_EQ(std::stoi(m[1]), static_cast<int>(kWorkloads.size()) + 1) << r.out;
   std::cout << r.out;
+
+  // A legend without the instance: the sweep's two yield instances drawn as one line, which the check
+  // refuses.
+  auto merged = check(server + " " +
+                      doctored(dir, "workload-detail.json", "{{host}} {{configuration}} {{instance_id}}",
+                               "{{host}} {{configuration}}")
+                          .string());
+  EXPECT_EQ(merged.code, 1) << merged.out;
+  EXPECT_NE(merged.out.find("2 series share the legend \"ci-host "), std::string::npos) << merged.out;
 
   // One letter off: the exporter has no such family, Prometheus answers with nothing, the check fails.
   auto bogus = check(server + " " +

@@ -130,5 +130,50 @@ TEST(ExporterPeers, PushgatewayReceivesThePush) {
   }
 }
 
+// #30 item 6: the push PUTs the configuration's whole group, so what /metrics no longer has (an
+// instance whose repetitions now all fail: its buckets and median) leaves the Pushgateway too, where a
+// POST kept every family it did not resend; and a configuration evicted from the newest N is deleted
+// there, where it used to stay for ever.
+TEST(ExporterPeers, PushReplacesTheGroupAndDeletesEvictedConfigurations) {
+  REQUIRE_BINARY(testing::kPushgatewayBinary);
+  testing::Pushgateway gateway;
+  ASSERT_TRUE(gateway.wait_ready()) << gateway.log();
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  s.pushgateway = gateway.url();
+  s.configurations_per_host = 1;
+  Exporter e(s);
+  auto on_gateway = [&](const std::string& family, const std::map<std::string, std::string>& match) {
+    const auto r = http_get(gateway.port(), "/metrics");
+    EXPECT_EQ(r.status, 200);
+    return find_samples(parse_exposition(r.body), family, match);
+  };
+  const Bundle good = load_bundle(kBundle);
+  e.publish(good, "c1");
+  ASSERT_EQ(e.push(good, "c1"), "") << gateway.log();
+  ASSERT_EQ(on_gateway("schedlab_wakeup_latency_seconds_count", {{"configuration", "c1"}}).size(), 1u);
+
+  Bundle failing = good;
+  for (auto& inst : failing.instances)
+    if (inst.id == "wakeup")
+      for (auto& r : inst.repetitions) r.status = status::kFailed;
+  e.publish(failing, "c1");
+  ASSERT_EQ(e.push(failing, "c1"), "") << gateway.log();
+  EXPECT_TRUE(on_gateway("schedlab_wakeup_latency_seconds_count", {{"configuration", "c1"}}).empty());
+  EXPECT_TRUE(on_gateway("schedlab_wakeup_latency_p99_seconds", {{"configuration", "c1"}}).empty());
+  const auto failed = on_gateway("schedlab_repetitions",
+                                 {{"configuration", "c1"}, {"instance_id", "wakeup"}, {"status", "failed"}});
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].value, 3);
+  EXPECT_EQ(on_gateway("schedlab_yield_yield_duration_seconds", {{"configuration", "c1"}}).size(), 2u);
+
+  // c2 pushes c1 out of the newest one: its group goes from the Pushgateway with the next push.
+  e.publish(good, "c2");
+  ASSERT_EQ(e.push(good, "c2"), "") << gateway.log();
+  EXPECT_TRUE(on_gateway("push_time_seconds", {{"configuration", "c1"}}).empty());
+  EXPECT_TRUE(on_gateway("schedlab_repetitions", {{"configuration", "c1"}}).empty());
+  EXPECT_EQ(on_gateway("schedlab_wakeup_latency_seconds_count", {{"configuration", "c2"}}).size(), 1u);
+}
+
 }  // namespace
 }  // namespace schedlab

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -61,6 +63,9 @@ const Instance& instance(const Bundle& b, const std::string& id) {
   for (const auto& i : b.instances)
     if (i.id == id) return i;
   throw std::runtime_error("no instance " + id);
+}
+Instance& instance(Bundle& b, const std::string& id) {
+  return const_cast<Instance&>(instance(static_cast<const Bundle&>(b), id));
 }
 
 TEST(ExporterNames, BaseUnitsAndSuffixes) {
@@ -349,8 +354,7 @@ TEST(ExporterHttp, HealthMetrics) {
   e.set_next_run(std::chrono::system_clock::time_point(std::chrono::seconds(1767250800)));
   e.count_started();
   e.count_started();
-  e.count_finished();
-  e.count_failed();
+  e.count_step_failed();
   auto samples = scrape(e);
   for (const char* st : {"starting", "idle", "running", "booting", "stopping"}) {
     auto s = find_samples(samples, "schedlab_daemon_state", {{"state", st}});
@@ -368,6 +372,9 @@ TEST(ExporterHttp, HealthMetrics) {
   EXPECT_EQ(find_samples(samples, "schedlab_steps_finished_total").at(0).value, 1);
   EXPECT_EQ(find_samples(samples, "schedlab_steps_failed_total").at(0).value, 1);
   EXPECT_EQ(find_samples(samples, "schedlab_steps_timed_out_total").at(0).value, 0);
+  for (const char* op : {"publish", "push"})
+    EXPECT_EQ(find_samples(samples, "schedlab_exporter_errors_total", {{"operation", op}}).at(0).value, 0)
+        << op;
   // This process's own figures, read live.
   EXPECT_GT(find_samples(samples, "process_resident_memory_bytes").at(0).value, 1e6);
   EXPECT_GT(find_samples(samples, "process_open_fds").at(0).value, 3);
@@ -378,6 +385,113 @@ TEST(ExporterHttp, HealthMetrics) {
   samples = scrape(e);
   EXPECT_TRUE(find_samples(samples, "schedlab_daemon_step_info").empty());
   EXPECT_TRUE(find_samples(samples, "schedlab_daemon_next_run_timestamp_seconds").empty());
+}
+
+// #30 item 12: a failed step is a finished step too (the help says "whatever their outcome"), and a
+// step recorded with a failed repetition is not a failed step: its repetitions are counted by status.
+TEST(ExporterHttp, StepCountersTellStepsFromRepetitions) {
+  Exporter e(local_settings());
+  Bundle b = load_bundle(kBundle);  // 9 timed repetitions, all ok as captured
+  instance(b, "wakeup").repetitions[0].status = status::kFailed;
+  instance(b, "yield.threads=2").repetitions[1].status = status::kTimeout;
+  e.count_started();
+  e.count_started();
+  e.count_step_failed();     // a step without a result (no bundle)
+  e.count_step_recorded(b);  // a step recorded with one failed and one timed-out repetition
+  const auto samples = scrape(e);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_finished_total").at(0).value, 2);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_failed_total").at(0).value, 1);
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_timed_out_total").at(0).value, 1);
+  const std::map<std::string, double> by_status = {{"ok", 7}, {"failed", 1}, {"timeout", 1}};
+  for (const auto& [st, n] : by_status)
+    EXPECT_EQ(find_samples(samples, "schedlab_steps_repetitions_total", {{"status", st}}).at(0).value, n)
+        << st;
+}
+
+// #30 item 12: the state is one-hot at every scrape, however often it changes. Five gauges set one
+// after another showed a scrape in between no state at 1, or two.
+TEST(ExporterHttp, StateIsOneHotAtEveryScrape) {
+  Exporter e(local_settings());
+  std::atomic<bool> done = false;
+  std::thread flipper([&] {
+    for (int i = 0; !done; ++i) e.set_state(i % 2 ? DaemonState::kRunning : DaemonState::kIdle);
+  });
+  int scrapes = 0, bad = 0;
+  std::string example;
+  for (; scrapes < 300; ++scrapes) {
+    const auto states =
+        find_samples(parse_exposition(http_get(e.port(), "/metrics").body), "schedlab_daemon_state");
+    int ones = 0;
+    for (const auto& st : states) ones += st.value == 1;
+    if (states.size() != 5 || ones != 1) {
+      ++bad;
+      example = std::to_string(states.size()) + " states, " + std::to_string(ones) + " at 1";
+    }
+  }
+  done = true;
+  flipper.join();
+  EXPECT_EQ(bad, 0) << bad << " of " << scrapes << " scrapes were not one-hot, e.g. " << example;
+}
+
+// #28 item 1: two instances with one id (what the daemon's steps of a sweep recorded before it passed
+// --instance-id) are still two series, told apart by params_hash, and the newer bundle of one replaces
+// only its own series.
+TEST(ExporterHttp, OneIdWithOtherParametersIsAnotherSeries) {
+  Bundle b = load_bundle(kBundle);
+  for (auto& inst : b.instances)
+    if (inst.workload == "yield") inst.id = "yield";
+  Exporter e(local_settings());
+  e.publish(b, "running");
+  auto yields = find_samples(scrape(e), "schedlab_yield_yield_duration_seconds", {{"instance_id", "yield"}});
+  ASSERT_EQ(yields.size(), 2u);
+  std::set<std::string> hashes;
+  for (const auto& y : yields) hashes.insert(y.labels.at("params_hash"));
+  EXPECT_EQ(hashes, (std::set<std::string>{"6b4d6f56edcc7899", "63d92b66c2c6c854"}));
+  for (const auto& y : yields)
+    for (const auto& inst : b.instances) {
+      if (inst.params_hash == y.labels.at("params_hash")) {
+        EXPECT_DOUBLE_EQ(y.value, median_of(inst, "ns_per_yield") * 1e-9) << inst.params_hash;
+      }
+    }
+}
+
+// #30 item 6: an instance whose repetitions now all fail keeps no median and no buckets from its
+// older bundle; only its repetitions by status remain, saying what happened.
+TEST(ExporterHttp, AnInstanceThatNowFailsKeepsNoOldSeries) {
+  Exporter e(local_settings());
+  const Bundle good = load_bundle(kBundle);
+  e.publish(good, "running");
+  ASSERT_FALSE(find_samples(scrape(e), "schedlab_wakeup_latency_seconds_bucket").empty());
+  Bundle failing = good;
+  for (auto& r : instance(failing, "wakeup").repetitions) r.status = status::kFailed;
+  e.publish(failing, "running");
+  const auto samples = scrape(e);
+  EXPECT_TRUE(find_samples(samples, "schedlab_wakeup_latency_seconds_bucket").empty());
+  EXPECT_TRUE(find_samples(samples, "schedlab_wakeup_latency_seconds_count").empty());
+  EXPECT_TRUE(find_samples(samples, "schedlab_wakeup_latency_p99_seconds").empty());
+  EXPECT_EQ(find_samples(samples, "schedlab_repetitions", {{"instance_id", "wakeup"}, {"status", "failed"}})
+                .at(0)
+                .value,
+            3);
+  // The other instances' series are the newer bundle's, as before.
+  EXPECT_EQ(find_samples(samples, "schedlab_yield_yield_duration_seconds").size(), 2u);
+}
+
+// #30 item 6: an instance removed from the campaign goes from every configuration at once (it used to
+// stay until its configuration was evicted: never, for "running"), and is not published again.
+TEST(ExporterHttp, InstancesRemovedFromTheCampaignGo) {
+  Exporter e(local_settings());
+  const Bundle b = load_bundle(kBundle);
+  e.publish(b, "running");
+  e.publish(b, "6.12-eevdf");
+  e.set_instances({"yield.threads=1", "yield.threads=2"});
+  auto samples = scrape(e);
+  for (const char* family : {"schedlab_wakeup_latency_p99_seconds", "schedlab_wakeup_latency_seconds_count"})
+    EXPECT_TRUE(find_samples(samples, family).empty()) << family;
+  EXPECT_TRUE(find_samples(samples, "schedlab_repetitions", {{"workload", "wakeup"}}).empty());
+  EXPECT_EQ(find_samples(samples, "schedlab_yield_yield_duration_seconds").size(), 4u);
+  e.publish(b, "running");
+  EXPECT_TRUE(find_samples(scrape(e), "schedlab_repetitions", {{"workload", "wakeup"}}).empty());
 }
 
 TEST(ExporterListen, EmptyTurnsTheExposerOff) {
@@ -494,15 +608,19 @@ TEST(ExporterPush, UnreachableGatewayIsAnErrorText) {
   EXPECT_NE(bad.push(load_bundle(kBundle), "running").find("http://HOST:PORT"), std::string::npos);
 }
 
-// A server that refuses the push: its status and its own words come back (civetweb has no such path).
+// A server that refuses the push: its status and its own words come back (civetweb takes no PUT), and
+// the pusher counts the error on its own /metrics.
 TEST(ExporterPush, RefusalCarriesStatus) {
   Exporter e(local_settings());
   ExporterSettings s = local_settings();
-  s.listen = "";
   s.pushgateway = "http://127.0.0.1:" + std::to_string(e.port());
   Exporter pusher(s);
   const auto err = pusher.push(load_bundle(kBundle), "t1/running");
-  EXPECT_NE(err.find("HTTP 404"), std::string::npos) << err;
+  EXPECT_NE(err.find("PUT http://"), std::string::npos) << err;
+  EXPECT_NE(err.find("HTTP 405"), std::string::npos) << err;
+  EXPECT_NE(err.find("Method Not Allowed"), std::string::npos) << err;
+  EXPECT_EQ(
+      find_samples(scrape(pusher), "schedlab_exporter_errors_total", {{"operation", "push"}}).at(0).value, 1);
   // The '/' of the configuration travels base64url-encoded in the grouping key.
   EXPECT_NE(err.find("/metrics/job/schedlab/host/testhost/configuration@base64/dDEvcnVubmluZw=="),
             std::string::npos)

@@ -201,14 +201,15 @@ class PrometheusServer {
   std::unique_ptr<Child> child_;
 };
 
-// A Pushgateway without persistence.
+// A Pushgateway without persistence: Debian's defaults to /var/lib/prometheus/pushgateway.data, which
+// every test's gateway would then load and write, each seeing what earlier tests (or other trees) pushed.
 class Pushgateway {
  public:
   Pushgateway() : port_(free_port()) {
     child_ = std::make_unique<Child>(
         std::vector<std::string>{kPushgatewayBinary.string(),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_),
-                                 "--log.level=warn"},
+                                 "--persistence.file=", "--log.level=warn"},
         dir_.path() / "pushgateway.log");
   }
   int port() const { return port_; }

@@ -86,6 +86,15 @@ class HeadlineFamilies {
     gauges_[configuration].erase({it->second, &g});
     it->second->Remove(&g);
   }
+  // One histogram series (an instance whose repetitions now all fail has no buckets to show).
+  void drop_histogram(const std::string& configuration, const std::string& family_name,
+                      const Labels& labels) {
+    auto it = histogram_families_.find(family_name);
+    if (it == histogram_families_.end() || !it->second->Has(labels)) return;
+    auto& h = it->second->Add(labels, latency_bounds_seconds());
+    histograms_[configuration].erase({it->second, &h});
+    it->second->Remove(&h);
+  }
 
   void remove(const std::string& configuration) {
     if (auto it = gauges_.find(configuration); it != gauges_.end()) {
@@ -134,25 +143,33 @@ class HeadlineFamilies {
       histograms_;
 };
 
+// An instance is its id and its resolved parameters' hash (params_hash): a sweep's instances differ in
+// both, and two bundles of one id with other parameters must not share a series either.
 Labels series_labels(const std::string& host, const std::string& configuration, const std::string& workload,
-                     const std::string& instance_id) {
-  return {
-      {"host", host}, {"configuration", configuration}, {"workload", workload}, {"instance_id", instance_id}};
+                     const std::string& instance_id, const std::string& params_hash) {
+  return {{"host", host},
+          {"configuration", configuration},
+          {"workload", workload},
+          {"instance_id", instance_id},
+          {"params_hash", params_hash}};
 }
 Labels series_labels(const std::string& host, const std::string& configuration, const HeadlineValue& v) {
-  auto labels = series_labels(host, configuration, v.workload, v.instance_id);
+  auto labels = series_labels(host, configuration, v.workload, v.instance_id, v.params_hash);
   labels.insert(v.labels.begin(), v.labels.end());
   return labels;
 }
 Labels series_labels(const std::string& host, const std::string& configuration, const LatencyBuckets& h) {
-  return series_labels(host, configuration, h.workload, h.instance_id);
+  return series_labels(host, configuration, h.workload, h.instance_id, h.params_hash);
 }
 
-// Family, instance and any further labels (a status): one series.
+// Family, instance (id and parameters) and any further labels (a status): one series.
 std::pair<std::string, std::string> series_key(const HeadlineValue& v) {
-  std::string id = v.instance_id;
+  std::string id = v.instance_id + "\x1f" + v.params_hash;
   for (const auto& [k, value] : v.labels) id += "\x1f" + k + "=" + value;
   return {v.family, id};
+}
+std::pair<std::string, std::string> series_key(const LatencyBuckets& h) {
+  return {h.family, h.instance_id + "\x1f" + h.params_hash};
 }
 
 // The series a configuration holds, keyed by series_key: what a push of that configuration sends.
@@ -161,9 +178,16 @@ struct ConfigurationSeries {
   std::map<std::pair<std::string, std::string>, LatencyBuckets> histograms;
   void merge(PublishedSeries s) {
     for (auto& v : s.headlines) headlines[series_key(v)] = std::move(v);
-    for (auto& h : s.histograms) histograms[{h.family, h.instance_id}] = std::move(h);
+    for (auto& h : s.histograms) histograms[series_key(h)] = std::move(h);
   }
 };
+
+// Takes out of `series` the instances `keep` refuses (instances no longer in the campaign).
+template <typename Keep>
+void keep_instances(PublishedSeries& series, const Keep& keep) {
+  std::erase_if(series.headlines, [&](const HeadlineValue& v) { return !keep(v.instance_id); });
+  std::erase_if(series.histograms, [&](const LatencyBuckets& h) { return !keep(h.instance_id); });
+}
 
 // Sets every series it can; those that fail are taken out of `series` (what a configuration holds is what
 // is exposed, and what a push sends) and their errors come back, joined.
@@ -194,6 +218,32 @@ constexpr std::array<std::pair<DaemonState, const char*>, 5> kStates = {
      {DaemonState::kBooting, "booting"},
      {DaemonState::kStopping, "stopping"}}};
 
+// The daemon's state as a one-hot set (every state present, the current one 1), as OpenMetrics'
+// StateSet: a panel or an alert reads `schedlab_daemon_state{state="booting"} == 1` with no value
+// mapping, and a new state is a new label value, not a renumbering. Rendered at each scrape from one
+// atomic value: five gauges set one after another would let a scrape in between see no state at 1, or two.
+class StateCollector : public prometheus::Collectable {
+ public:
+  void set(DaemonState s) { state_.store(s); }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const DaemonState now = state_.load();
+    prometheus::MetricFamily family;
+    family.name = "schedlab_daemon_state";
+    family.help = "The daemon's current state: 1 for the state it is in, 0 for the others";
+    family.type = prometheus::MetricType::Gauge;
+    for (const auto& [st, name] : kStates) {
+      prometheus::ClientMetric m;
+      m.label.push_back({"state", name});
+      m.gauge.value = st == now ? 1 : 0;
+      family.metric.push_back(std::move(m));
+    }
+    return {family};
+  }
+
+ private:
+  std::atomic<DaemonState> state_ = DaemonState::kStarting;
+};
+
 }  // namespace
 
 struct Exporter::Impl {
@@ -203,14 +253,7 @@ struct Exporter::Impl {
   std::shared_ptr<ProcessCollector> process =
       std::make_shared<ProcessCollector>(HostPaths::live(), "self", ProcessClock::live());
 
-  // The daemon's state as a one-hot set (every state present, the current one 1), as OpenMetrics'
-  // StateSet: a panel or an alert reads `schedlab_daemon_state{state="booting"} == 1` with no value
-  // mapping, and a new state is a new label value, not a renumbering.
-  prometheus::Family<prometheus::Gauge>& state =
-      prometheus::BuildGauge()
-          .Name("schedlab_daemon_state")
-          .Help("The daemon's current state: 1 for the state it is in, 0 for the others")
-          .Register(*registry);
+  std::shared_ptr<StateCollector> state = std::make_shared<StateCollector>();
   prometheus::Gauge& step_index = prometheus::BuildGauge()
                                       .Name("schedlab_daemon_step_index")
                                       .Help("0-based position in the plan of the step running or next")
@@ -236,9 +279,26 @@ struct Exporter::Impl {
           .Register(*registry);
   prometheus::Gauge* next_run_series = nullptr;
   prometheus::Counter& started = step_counter("started", "Steps started");
-  prometheus::Counter& finished = step_counter("finished", "Steps finished, whatever their outcome");
-  prometheus::Counter& failed = step_counter("failed", "Steps with a failed repetition");
-  prometheus::Counter& timed_out = step_counter("timed_out", "Steps with a timed-out repetition");
+  prometheus::Counter& finished =
+      step_counter("finished", "Steps ended, whatever their outcome: recorded with a bundle, or failed");
+  prometheus::Counter& failed =
+      step_counter("failed", "Steps that failed: no result recorded (no bundle, a boot that went wrong)");
+  prometheus::Counter& timed_out = step_counter("timed_out", "Steps recorded with a timed-out repetition");
+  // Repetition outcomes apart from step outcomes: a step with one failed repetition of nine is recorded.
+  prometheus::Family<prometheus::Counter>& step_repetitions =
+      prometheus::BuildCounter()
+          .Name("schedlab_steps_repetitions_total")
+          .Help("Timed repetitions in the bundles of the daemon's recorded steps, by status")
+          .Register(*registry);
+  // Errors of the exporter itself, which the daemon logs and survives: a result is recorded before it
+  // is published, so a publish or push that fails loses no result, only its series.
+  prometheus::Family<prometheus::Counter>& exporter_errors =
+      prometheus::BuildCounter()
+          .Name("schedlab_exporter_errors_total")
+          .Help("Errors publishing a bundle's series (operation=publish) or pushing them (operation=push)")
+          .Register(*registry);
+  prometheus::Counter& publish_errors = exporter_errors.Add({{"operation", "publish"}});
+  prometheus::Counter& push_errors = exporter_errors.Add({{"operation", "push"}});
   prometheus::Family<prometheus::Gauge>& published =
       prometheus::BuildGauge()
           .Name("schedlab_headline_published_timestamp_seconds")
@@ -249,6 +309,12 @@ struct Exporter::Impl {
   HeadlineFamilies families{*registry};
   std::list<std::string> newest;  // configurations, most recently published first
   std::map<std::string, ConfigurationSeries> series;
+  std::optional<std::set<std::string>> campaign_instances;  // set_instances(); nullopt: every instance
+  std::set<std::string> evicted;  // configurations whose Pushgateway group is still to be deleted
+
+  bool kept(const std::string& instance_id) const {
+    return !campaign_instances || campaign_instances->count(instance_id) > 0;
+  }
 
   // Last: an exposer serving half-built metrics would be a bug.
   ListenAddress address;
@@ -258,7 +324,8 @@ struct Exporter::Impl {
     if (settings.configurations_per_host < 1)
       throw InputError("exporter: configurations_per_host must be at least 1, not " +
                        std::to_string(settings.configurations_per_host));
-    for (const auto& [st, name] : kStates) state.Add({{"state", name}}).Set(st == DaemonState::kStarting);
+    for (const char* st : {status::kOk, status::kFailed, status::kTimeout})
+      step_repetitions.Add({{"status", st}});
     if (settings.listen.empty()) return;
     address = parse_listen(settings.listen);
     probe_bind(address);
@@ -274,6 +341,7 @@ struct Exporter::Impl {
                        : ""));
     }
     exposer->RegisterCollectable(registry);
+    exposer->RegisterCollectable(state);
     exposer->RegisterCollectable(process);
   }
 
@@ -307,7 +375,7 @@ Exporter::~Exporter() {
 }
 
 void Exporter::set_state(DaemonState state) {
-  for (const auto& [st, name] : kStates) impl_->state.Add({{"state", name}}).Set(st == state);
+  impl_->state->set(state);
 }
 
 void Exporter::set_current_step(const std::string& step_key, int index, int total) {
@@ -332,32 +400,83 @@ void Exporter::set_next_run(std::optional<std::chrono::system_clock::time_point>
   }
 }
 
+void Exporter::set_plan_steps(int total) {
+  impl_->plan_steps.Set(total);
+}
+
 void Exporter::count_started() {
   impl_->started.Increment();
 }
-void Exporter::count_finished() {
+void Exporter::count_step_recorded(const Bundle& bundle) {
+  std::map<std::string, int> by_status;
+  for (const auto& in : bundle.instances)
+    for (const auto& r : in.repetitions)
+      if (!r.warmup) ++by_status[r.status];
+  std::lock_guard lock(impl_->mutex);
   impl_->finished.Increment();
+  if (by_status[status::kTimeout] > 0) impl_->timed_out.Increment();
+  for (const auto& [st, n] : by_status)
+    if (n > 0) impl_->step_repetitions.Add({{"status", st}}).Increment(n);
 }
-void Exporter::count_failed() {
+void Exporter::count_step_failed() {
+  impl_->finished.Increment();
   impl_->failed.Increment();
 }
-void Exporter::count_timed_out() {
-  impl_->timed_out.Increment();
+
+void Exporter::set_instances(const std::set<std::string>& instance_ids) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->campaign_instances = instance_ids;
+  for (auto& [configuration, mine] : impl_->series) {
+    for (auto it = mine.headlines.begin(); it != mine.headlines.end();) {
+      if (impl_->kept(it->second.instance_id)) {
+        ++it;
+        continue;
+      }
+      impl_->families.drop(configuration, it->second.family,
+                           series_labels(impl_->host, configuration, it->second));
+      it = mine.headlines.erase(it);
+    }
+    for (auto it = mine.histograms.begin(); it != mine.histograms.end();) {
+      if (impl_->kept(it->second.instance_id)) {
+        ++it;
+        continue;
+      }
+      impl_->families.drop_histogram(configuration, it->second.family,
+                                     series_labels(impl_->host, configuration, it->second));
+      it = mine.histograms.erase(it);
+    }
+  }
+}
+
+void Exporter::count_publish_error() {
+  impl_->publish_errors.Increment();
 }
 
 void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
-  ConfigurationSeries fresh;
-  fresh.merge(published_series(bundle));
+  auto published = published_series(bundle);
   std::lock_guard lock(impl_->mutex);
+  keep_instances(published, [&](const std::string& id) { return impl_->kept(id); });
+  ConfigurationSeries fresh;
+  fresh.merge(std::move(published));
   auto& mine = impl_->series[configuration];
-  // An instance's series are the newest bundle's: one it no longer has goes (no old value stays on show).
+  // An instance's series are the newest bundle's: one it no longer has goes (no old value stays on show:
+  // an instance whose repetitions now all fail keeps no median and no buckets, only its failure counts).
   std::set<std::string> instances;
-  for (const auto& [key, v] : fresh.headlines) instances.insert(v.instance_id);
+  for (const auto& in : bundle.instances) instances.insert(in.id);
   for (auto it = mine.headlines.begin(); it != mine.headlines.end();) {
     if (instances.count(it->second.instance_id) && !fresh.headlines.count(it->first)) {
       impl_->families.drop(configuration, it->second.family,
                            series_labels(impl_->host, configuration, it->second));
       it = mine.headlines.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = mine.histograms.begin(); it != mine.histograms.end();) {
+    if (instances.count(it->second.instance_id) && !fresh.histograms.count(it->first)) {
+      impl_->families.drop_histogram(configuration, it->second.family,
+                                     series_labels(impl_->host, configuration, it->second));
+      it = mine.histograms.erase(it);
     } else {
       ++it;
     }
@@ -371,11 +490,14 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
   auto& newest = impl_->newest;
   newest.remove(configuration);
   newest.push_front(configuration);
+  impl_->evicted.erase(configuration);
   while (newest.size() > static_cast<std::size_t>(impl_->settings.configurations_per_host)) {
     const auto old = newest.back();
     newest.pop_back();
     impl_->families.remove(old);
     impl_->series.erase(old);
+    if (!impl_->settings.pushgateway.empty())
+      impl_->evicted.insert(old);  // its group, deleted at the next push
     auto& stamp = impl_->published.Add({{"host", impl_->host}, {"configuration", old}});
     impl_->published.Remove(&stamp);
   }
@@ -385,25 +507,61 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
 
 std::string Exporter::push(const Bundle& bundle, const std::string& configuration) {
   if (impl_->settings.pushgateway.empty()) return {};
+  auto error = push_group(bundle, configuration);
+  if (!error.empty()) impl_->push_errors.Increment();
+  return error;
+}
+
+std::string Exporter::push_group(const Bundle& bundle, const std::string& configuration) {
   try {
-    // Everything this exporter holds for the configuration, with the bundle merged in: the daemon
-    // pushes one step's bundle at a time, and a POST replaces whole families within the group, so
-    // pushing the bundle alone would drop the series of the configuration's other instances.
-    ConfigurationSeries series;
+    const auto timeout = std::chrono::milliseconds(static_cast<long>(impl_->settings.push_timeout_s * 1000));
+    auto group = [&](const std::string& c) {
+      return pushgateway_group_url(impl_->settings.pushgateway, "schedlab",
+                                   {{"host", impl_->host}, {"configuration", c}});
+    };
+    // Configurations evicted from the newest N leave the Pushgateway too (else they stay there for
+    // ever); one that cannot be deleted now is tried again at the next push.
+    std::set<std::string> evicted;
     {
       std::lock_guard lock(impl_->mutex);
-      if (auto it = impl_->series.find(configuration); it != impl_->series.end()) series = it->second;
+      evicted = impl_->evicted;
     }
-    series.merge(published_series(bundle));
+    std::string errors;
+    for (const auto& old : evicted) {
+      if (auto err = send_exposition(group(old), "DELETE", "", timeout); !err.empty()) {
+        errors += (errors.empty() ? "" : "; ") + err;
+        continue;
+      }
+      std::lock_guard lock(impl_->mutex);
+      impl_->evicted.erase(old);
+    }
+    // The configuration's whole group, as this exporter holds it, PUT: the Pushgateway then holds
+    // exactly these series for it, so a family or an instance gone from /metrics goes there too
+    // (a POST would keep every family it did not resend).
+    ConfigurationSeries series;
+    bool held = false;
+    {
+      std::lock_guard lock(impl_->mutex);
+      if (auto it = impl_->series.find(configuration); it != impl_->series.end()) {
+        series = it->second;
+        held = true;
+      }
+    }
+    if (!held) {  // pushed without being published: the bundle's own series
+      auto fresh = published_series(bundle);
+      std::lock_guard lock(impl_->mutex);
+      keep_instances(fresh, [&](const std::string& id) { return impl_->kept(id); });
+      series.merge(std::move(fresh));
+    }
     auto registry = std::make_shared<prometheus::Registry>();
     HeadlineFamilies families(*registry);
-    if (auto errors = render(families, impl_->host, configuration, series); !errors.empty())
-      return "pushgateway " + impl_->settings.pushgateway + ": " + errors;
-
-    const auto url = pushgateway_group_url(impl_->settings.pushgateway, "schedlab",
-                                           {{"host", impl_->host}, {"configuration", configuration}});
-    const auto timeout = std::chrono::milliseconds(static_cast<long>(impl_->settings.push_timeout_s * 1000));
-    return post_exposition(url, prometheus::TextSerializer().Serialize(registry->Collect()), timeout);
+    if (auto render_errors = render(families, impl_->host, configuration, series); !render_errors.empty())
+      return "pushgateway " + impl_->settings.pushgateway + ": " + render_errors;
+    if (auto err = send_exposition(group(configuration), "PUT",
+                                   prometheus::TextSerializer().Serialize(registry->Collect()), timeout);
+        !err.empty())
+      errors += (errors.empty() ? "" : "; ") + err;
+    return errors;
   } catch (const InputError& e) {  // names the URL already
     return e.what();
   } catch (const std::exception& e) {

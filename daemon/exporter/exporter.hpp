@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/result.hpp"
@@ -23,29 +24,41 @@ class Exporter {
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;
 
-  void set_state(DaemonState state);
+  void set_state(DaemonState state);  // atomic for a scrape: exactly one state is ever at 1
   void set_current_step(const std::string& step_key, int index, int total);  // "" when none
+  void set_plan_steps(int total);  // the plan's size, from start-up (before any step)
   void set_next_run(std::optional<std::chrono::system_clock::time_point> when);
   void count_started();
-  void count_finished();
-  void count_failed();
-  void count_timed_out();
+  // A step ended with its bundle recorded: finished, timed_out when a repetition timed out, and its
+  // timed repetitions by status in schedlab_steps_repetitions_total.
+  void count_step_recorded(const Bundle& bundle);
+  // A step ended failed (no result recorded): finished and failed.
+  void count_step_failed();
+
+  // The campaign's instance ids: series of any other instance (one removed from the campaign) go
+  // from every configuration, and later bundles' series of such instances are not published.
+  void set_instances(const std::set<std::string>& instance_ids);
 
   // The bundle's headline metrics (MetricInfo::headline) become gauges labelled with `configuration`
   // (a label such as "6.12-eevdf" or "running:6.18.44"); base units (_seconds). Series of
-  // configurations older than the newest `configurations_per_host` are removed.
+  // configurations older than the newest `configurations_per_host` are removed. Throws Error after
+  // publishing what it could; the caller logs it and counts it with count_publish_error().
   void publish(const Bundle& bundle, const std::string& configuration);
+  void count_publish_error();  // schedlab_exporter_errors_total{operation="publish"}
 
-  // POSTs the bundle's headline metrics to the Pushgateway (job "schedlab", grouped by host and
-  // configuration) when one is configured, with the configuration's other published series (a POST
-  // replaces whole families in its group). Waits at most push_timeout_s. Returns an error text, empty on
-  // success; never throws.
+  // PUTs the configuration's whole group to the Pushgateway (job "schedlab", grouped by host and
+  // configuration) when one is configured: every series this exporter holds for it (the bundle's
+  // own when it was not published), so the group holds no family or instance /metrics no longer has;
+  // and DELETEs the groups of configurations evicted since. Waits at most push_timeout_s per request.
+  // Returns an error text, empty on success (an error is counted, operation="push"); never throws.
   std::string push(const Bundle& bundle, const std::string& configuration);
 
   // The exposer's bound port (useful with listen "127.0.0.1:0").
   int port() const;
 
  private:
+  std::string push_group(const Bundle& bundle, const std::string& configuration);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -201,6 +201,7 @@ HeadlineValue instance_value(const Instance& inst, std::string family, std::stri
   v.help = std::move(help);
   v.workload = inst.workload;
   v.instance_id = inst.id;
+  v.params_hash = inst.params_hash;
   v.metric = std::move(metric);
   v.value = value;
   v.repetitions = repetitions;
@@ -285,6 +286,7 @@ PublishedSeries published_series(const Bundle& bundle) {
                      : " (median of the ok repetitions, in " + info.unit + ")";
       v.workload = inst.workload;
       v.instance_id = inst.id;
+      v.params_hash = inst.params_hash;
       v.metric = metric;
       v.value = median(values) * (base ? base->scale : 1.0);
       v.repetitions = static_cast<int>(values.size());
@@ -301,6 +303,7 @@ PublishedSeries published_series(const Bundle& bundle) {
                " latency of every event in the ok repetitions, merged; _sum estimated from bucket midpoints";
       h.workload = inst.workload;
       h.instance_id = inst.id;
+      h.params_hash = inst.params_hash;
       out.histograms.push_back(std::move(h));
     }
   }

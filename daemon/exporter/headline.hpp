@@ -35,10 +35,11 @@ struct HeadlineValue {
   std::string family;  // prometheus_name(...)
   std::string help;
   std::string workload;
-  std::string instance_id;
-  std::string metric;   // the bundle's name, e.g. "latency_p99_us" (an event name for a counter)
-  double value = 0;     // median of the ok repetitions, in base units
-  int repetitions = 0;  // ok repetitions the median is taken over
+  std::string instance_id;  // the bundle's instance id: a sweep's spells its values ("yield.threads=2")
+  std::string params_hash;  // of its resolved parameters: two instances with one id still differ here
+  std::string metric;       // the bundle's name, e.g. "latency_p99_us" (an event name for a counter)
+  double value = 0;         // median of the ok repetitions, in base units
+  int repetitions = 0;      // ok repetitions the median is taken over
   std::map<std::string, std::string> labels;  // beyond host/configuration/workload/instance_id: "status"
 };
 
@@ -52,6 +53,7 @@ struct LatencyBuckets {
   std::string help;
   std::string workload;
   std::string instance_id;
+  std::string params_hash;
   std::vector<double> counts;  // per exported bucket (not cumulative), one more than the bounds: +Inf
   double sum_seconds = 0;      // estimated from bucket midpoints: the bundle keeps no exact sum
   double count = 0;

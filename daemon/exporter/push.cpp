@@ -53,8 +53,8 @@ std::string pushgateway_group_url(const std::string& url, const std::string& job
   return out;
 }
 
-std::string post_exposition(const std::string& group_url, const std::string& exposition,
-                            std::chrono::milliseconds timeout) {
+std::string send_exposition(const std::string& group_url, const std::string& method,
+                            const std::string& exposition, std::chrono::milliseconds timeout) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return "pushgateway " + group_url + ": curl_easy_init failed";
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(
@@ -65,8 +65,14 @@ std::string post_exposition(const std::string& group_url, const std::string& exp
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, group_url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, exposition.data());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(exposition.size()));
+  if (method == "DELETE") {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+  } else {
+    // The body as a POST's, sent under the method asked for (curl's way of a PUT from memory).
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, exposition.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(exposition.size()));
+    if (method != "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL,
                    1L);  // no SIGALRM for name resolution timeouts: the daemon has threads
@@ -75,12 +81,14 @@ std::string post_exposition(const std::string& group_url, const std::string& exp
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   const CURLcode rc = curl_easy_perform(c);
   if (rc != CURLE_OK)
-    return "pushgateway " + group_url + ": " + (error[0] ? std::string(error) : curl_easy_strerror(rc));
+    return "pushgateway " + method + " " + group_url + ": " +
+           (error[0] ? std::string(error) : curl_easy_strerror(rc));
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300) return {};
   while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
-  return "pushgateway " + group_url + ": HTTP " + std::to_string(status) + (body.empty() ? "" : ": " + body);
+  return "pushgateway " + method + " " + group_url + ": HTTP " + std::to_string(status) +
+         (body.empty() ? "" : ": " + body);
 }
 
 }  // namespace schedlab

@@ -1,5 +1,5 @@
 #pragma once
-// One POST of a text exposition to a Pushgateway group, with a bounded wait.
+// One PUT, POST or DELETE of a text exposition to a Pushgateway group, with a bounded wait.
 //
 // Not prometheus-cpp's Gateway: its libcurl request (1.0.1, push/src/curl_wrapper.cc) sets no timeout, so
 // a Pushgateway that accepts the connection and never answers would hold the daemon's loop forever, and it
@@ -18,9 +18,10 @@ namespace schedlab {
 std::string pushgateway_group_url(const std::string& url, const std::string& job,
                                   const std::vector<std::pair<std::string, std::string>>& grouping);
 
-// POSTs `exposition` (text format 0.0.4) to `group_url`: the Pushgateway replaces the families it holds
-// under that group with the ones sent. Returns an error text naming the URL, empty on a 2xx answer.
-std::string post_exposition(const std::string& group_url, const std::string& exposition,
-                            std::chrono::milliseconds timeout);
+// Sends `exposition` (text format 0.0.4) to `group_url` with `method`: POST replaces the families sent
+// within the group, PUT replaces the whole group with what is sent, DELETE (no body) removes the group.
+// Returns an error text naming the method and URL, empty on a 2xx answer.
+std::string send_exposition(const std::string& group_url, const std::string& method,
+                            const std::string& exposition, std::chrono::milliseconds timeout);
 
 }  // namespace schedlab

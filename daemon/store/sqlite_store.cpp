@@ -1,5 +1,6 @@
 // The SQLite store: WAL journal, synchronous=FULL (a box that loses power mid-campaign must not lose
-// a committed step), foreign keys on. Schema version 1.
+// a committed step), foreign keys on. Schema version 1; additions since (an index) are CREATE ... IF NOT
+// EXISTS, made by the next writer to open an older store: no migration, no rebuild.
 #include <algorithm>
 #include <cmath>
 
@@ -29,6 +30,7 @@ CREATE TABLE IF NOT EXISTS metrics (
   unit TEXT);
 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(name);
 CREATE INDEX IF NOT EXISTS repetitions_by_instance ON repetitions(workload);
+CREATE INDEX IF NOT EXISTS repetitions_by_instance_identity ON repetitions(workload, instance_id, params_hash);
 CREATE TABLE IF NOT EXISTS campaigns (name TEXT PRIMARY KEY, first_seen TEXT);
 CREATE TABLE IF NOT EXISTS campaign_runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT, campaign TEXT, content_hash TEXT, scheduled_for TEXT,
@@ -50,6 +52,23 @@ StepStatus parse_step_status(const std::string& s) {
 
 class SqliteStore : public Store {
  public:
+  struct ForReading {};
+  // A reader's store: no schema written (an index added since is the writer's to create), the version
+  // only checked.
+  SqliteStore(const std::filesystem::path& file, ForReading) : db_(file) {
+    bool has_bundles = false;
+    try {
+      sql::Statement tables(db_,
+                            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'bundles'");
+      tables.step();
+      has_bundles = tables.integer(0) > 0;
+    } catch (const Error& e) {  // "file is not a database"
+      throw InputError(file.string() + ": not a schedlab store: " + e.what());
+    }
+    if (!has_bundles) throw InputError(file.string() + ": not a schedlab store (no bundles table)");
+    check_version(file);
+  }
+
   explicit SqliteStore(const std::filesystem::path& file) : db_(file) {
     db_.exec("PRAGMA journal_mode=WAL");
     db_.exec("PRAGMA synchronous=FULL");
@@ -59,7 +78,14 @@ class SqliteStore : public Store {
     version.step();
     if (version.integer(0) == 0)
       db_.exec("PRAGMA user_version=1");
-    else if (version.integer(0) != 1)
+    else
+      check_version(file);
+  }
+
+  void check_version(const std::filesystem::path& file) {
+    sql::Statement version(db_, "PRAGMA user_version");
+    version.step();
+    if (version.integer(0) > 1)
       throw Error(file.string() + ": store schema version " + std::to_string(version.integer(0)) +
                   " is newer than this schedlab knows (1)");
   }
@@ -75,14 +101,18 @@ class SqliteStore : public Store {
   int repetition_count() override { return count("SELECT count(*) FROM repetitions"); }
 
   std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
-                                    const std::string& kernel) override {
+                                    const std::string& kernel, const std::string& instance) override {
+    // One point per bundle and instance, an instance being its id and its parameters' hash: a sweep's
+    // instances (and one id measured with other parameters) are never merged into one median.
     sql::Statement q(db_, R"(
-      SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, m.value, m.unit, b.path
+      SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, r.params_hash, m.value,
+             m.unit, b.path
       FROM metrics m JOIN repetitions r ON m.repetition_id = r.id JOIN bundles b ON r.bundle_id = b.id
       WHERE r.workload = ?1 AND m.name = ?2 AND r.status = 'ok'
         AND (?3 = '' OR b.configuration = ?3 OR b.kernel_release = ?3)
-      ORDER BY b.started_at, b.id, r.instance_id, r.rep_index)");
-    q.bind_all(workload, metric, kernel);
+        AND (?4 = '' OR r.instance_id = ?4 OR (length(?4) >= 6 AND substr(r.params_hash, 1, length(?4)) = ?4))
+      ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)");
+    q.bind_all(workload, metric, kernel, instance);
     std::vector<HistoryPoint> out;
     std::vector<double> values;
     std::int64_t current_bundle = -1;
@@ -93,14 +123,25 @@ class SqliteStore : public Store {
       values.clear();
     };
     while (q.step()) {
-      if (q.integer(0) != current_bundle || out.back().instance_id != q.text(4)) {
+      if (q.integer(0) != current_bundle || out.back().instance_id != q.text(4) ||
+          out.back().params_hash != q.text(5)) {
         flush();
         current_bundle = q.integer(0);
-        out.push_back({q.text(1), q.text(2), q.text(3), q.text(4), 0, q.text(6), 0, q.text(7)});
+        out.push_back({q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), 0, q.text(7), 0, q.text(8)});
       }
-      values.push_back(q.real(5));
+      values.push_back(q.real(6));
     }
     flush();
+    return out;
+  }
+
+  std::vector<std::string> metric_names(const std::string& workload) override {
+    sql::Statement q(db_, R"(
+      SELECT DISTINCT m.name FROM metrics m JOIN repetitions r ON m.repetition_id = r.id
+      WHERE r.workload = ?1 ORDER BY m.name)");
+    q.bind_all(workload);
+    std::vector<std::string> out;
+    while (q.step()) out.push_back(q.text(0));
     return out;
   }
 
@@ -331,7 +372,8 @@ std::string configuration_name(const Bundle& bundle) {
   return bundle.configuration.value("kernel_release", "unknown");
 }
 
-std::unique_ptr<Store> open_store(const std::string& url) {
+namespace {
+std::string store_path(const std::string& url) {
   std::string path = url;
   const std::string sqlite = "sqlite://";
   if (url.rfind(sqlite, 0) == 0)
@@ -341,6 +383,19 @@ std::unique_ptr<Store> open_store(const std::string& url) {
   else if (url.find("://") != std::string::npos)
     throw InputError("store '" + url + "': unknown scheme (expected sqlite:///PATH)");
   if (path.empty()) throw InputError("store '" + url + "': no database path");
+  return path;
+}
+}  // namespace
+
+std::unique_ptr<Store> open_store_to_read(const std::string& url) {
+  const std::filesystem::path path = store_path(url);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError("no store at " + path.string());
+  return std::make_unique<SqliteStore>(path, SqliteStore::ForReading{});
+}
+
+std::unique_ptr<Store> open_store(const std::string& url) {
+  const std::string path = store_path(url);
   std::error_code ec;
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);

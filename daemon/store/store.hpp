@@ -19,8 +19,9 @@ struct HistoryPoint {
   std::string started_at;     // the bundle's start
   std::string configuration;  // label, or the kernel release on the running kernel
   std::string kernel_release;
-  std::string instance_id;
-  double median = 0;  // of the ok repetitions
+  std::string instance_id;  // a sweep's spells its values: "yield.threads=2"
+  std::string params_hash;  // of the instance's resolved parameters: one instance is (id, params_hash)
+  double median = 0;        // of the ok repetitions
   std::string unit;
   int repetitions = 0;  // ok ones
   std::string bundle_path;
@@ -58,10 +59,14 @@ class Store {
   virtual bool index_bundle(const std::filesystem::path& path, const Bundle& bundle) = 0;
   virtual int bundle_count() = 0;
   virtual int repetition_count() = 0;  // timed repetitions indexed, any status
-  // Median of the ok repetitions of `metric` per bundle and instance of `workload`, oldest first;
-  // `kernel` (empty: any) matches the configuration label or the kernel release.
+  // Median of the ok repetitions of `metric` per bundle and instance (id and params_hash) of
+  // `workload`, oldest first; `kernel` (empty: any) matches the configuration label or the kernel
+  // release; `instance` (empty: any) matches the instance id, or its params_hash or a prefix of it
+  // (6 characters or more).
   virtual std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
-                                            const std::string& kernel) = 0;
+                                            const std::string& kernel, const std::string& instance) = 0;
+  // The metric names indexed for `workload` (any status), sorted: what `history --metric` can name.
+  virtual std::vector<std::string> metric_names(const std::string& workload) = 0;
   // Median wall seconds of one timed repetition per "WORKLOAD/PARAMS_HASH" (resolved parameters, as
   // bundles record them), over everything indexed.
   virtual std::map<std::string, double> seconds_per_repetition() = 0;
@@ -106,6 +111,9 @@ class Store {
 
 // "sqlite:///var/lib/schedlab/store.db" (or a plain path). Throws InputError for other schemes.
 std::unique_ptr<Store> open_store(const std::string& url);
+// The same for a reader (`schedlab history`): never creates a file or a directory, nor changes the
+// schema. Throws InputError "no store at PATH" when there is none, and for a file that is not a store.
+std::unique_ptr<Store> open_store_to_read(const std::string& url);
 
 // The configuration a bundle measured, as dashboards and history name it: its label when one was
 // given, else the kernel release (on the running kernel).

@@ -12,7 +12,11 @@
 //      "schedlabHardwareCounters": [...], whose every schedlab_* family is in the exporter's catalogue
 //      (--catalogue, daemon/exporter/README.md), and when the bundles (--bundles DIR) say those counters
 //      were unsupported. Every schedlab_* family named must be in that catalogue (or be a per-workload
-//      schedlab_<workload>_... family of a workload the server knows).
+//      schedlab_<workload>_... family of a workload the server knows). The series a target returns must
+//      differ in their legends (legendFormat): two lines a reader cannot tell apart are a merge;
+//   6. with --prometheus and --bundles: every instance of the bundles (workload, instance_id, params_hash)
+//      of a configuration the server holds has its own series (schedlab_repetitions), and every dashboard
+//      variable named "instance" lists its id, so that a sweep's instances are never one line.
 // With no files given it checks dashboards/json/*.json and that they are what dashboards/generate.mjs writes.
 // Exit 0 when everything passed, 1 when anything failed (each failure printed), 2 on bad usage.
 import { readFileSync, readdirSync, existsSync, mkdirSync, renameSync } from 'node:fs';
@@ -47,7 +51,7 @@ function usage(why) {
 
 const failures = [];
 const fail = (where, what) => failures.push(`${where}: ${what}`);
-const stats = { dashboards: 0, panels: 0, targets: 0, withData: 0, hardwareEmpty: 0, variables: 0 };
+const stats = { dashboards: 0, panels: 0, targets: 0, withData: 0, hardwareEmpty: 0, variables: 0, instances: 0 };
 
 // ---- the schema --------------------------------------------------------------------------------------
 // Generated from the installed (pinned) @grafana/schema into node_modules/.cache, so that `npm ci` of
@@ -146,6 +150,8 @@ function substitute(text, values, where) {
 // Values as Grafana would put them into PromQL: a multi-value or All selection as (a|b) with regex
 // metacharacters escaped, a single value as it is. Single-valued query variables with the same query
 // (Configuration A and B) take successive values, so that A and B differ when the data allows.
+const instanceVariables = [];  // [file, values] of every variable named "instance"
+
 async function variableValues(file, d) {
   const values = {};
   const used = new Map();
@@ -172,6 +178,7 @@ async function variableValues(file, d) {
       used.set(q, n + 1);
       values[v.name] = got[Math.min(n, got.length - 1)];
     }
+    if (v.name === 'instance') instanceVariables.push([file, got]);
   }
   return values;
 }
@@ -261,7 +268,17 @@ async function queryChecks(file, d) {
         const v = s.value ? s.value[1] : (s.values ?? []).at(-1)?.[1];
         return v !== undefined && Number.isFinite(Number(v));
       });
-      if (finite.length) { stats.withData++; continue; }
+      if (finite.length) {
+        stats.withData++;
+        const legends = new Map();
+        for (const s of finite) {
+          const legend = legendOf(t.legendFormat ?? '', s.metric ?? {});
+          legends.set(legend, (legends.get(legend) ?? 0) + 1);
+        }
+        for (const [legend, n] of legends)
+          if (n > 1) fail(where, `${n} series share the legend "${legend}": the panel draws them as one (legendFormat ${JSON.stringify(t.legendFormat)})\n    expr: ${expr}`);
+        continue;
+      }
       const hw = t.schedlabHardwareCounters;
       if (Array.isArray(hw) && hw.length) {
         const families = [...expr.matchAll(/\bschedlab_[a-z0-9_]+/g)].map((x) => x[0]);
@@ -277,6 +294,41 @@ async function queryChecks(file, d) {
         continue;
       }
       fail(where, `no data (${samples.length} series, none with a finite value)\n    expr: ${expr}`);
+    }
+  }
+}
+
+// Grafana's {{label}} substitution (a label the series lacks renders empty).
+function legendOf(format, metric) {
+  return format.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, l) => metric[l] ?? '');
+}
+
+// Every instance the bundles hold, of a configuration the server has, is a series of its own, and is
+// listed by every "instance" variable.
+async function instanceChecks() {
+  const configurations = new Set(await api('/api/v1/label/configuration/values', {}).catch(() => []));
+  const seen = new Set();
+  for (const f of bundleFiles(args.bundles)) {
+    let b;
+    try { b = JSON.parse(readFileSync(f, 'utf8')); } catch { continue; }
+    if (b.schema !== 'schedlab.result/1') continue;
+    const configuration = b.label || b.configuration?.kernel_release;
+    if (!configurations.has(configuration)) continue;
+    for (const inst of b.instances ?? []) {
+      if (!(inst.repetitions ?? []).length) continue;
+      const key = `${configuration}\u001f${inst.workload}\u001f${inst.id}\u001f${inst.params_hash}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      stats.instances++;
+      const where = `${f}: instance ${inst.id} (params ${inst.params_hash}) of ${inst.workload} on ${configuration}`;
+      const sel = `schedlab_repetitions{configuration="${configuration}", workload="${inst.workload}", ` +
+        `instance_id="${inst.id}", params_hash="${inst.params_hash}", status="ok"}`;
+      let data;
+      try { data = await api('/api/v1/query', { query: sel }); } catch (e) { fail(where, e.message); continue; }
+      if (data.result.length !== 1)
+        fail(where, `${data.result.length} series for ${sel}, expected its own one (instances merged downstream of the bundle?)`);
+      for (const [file, got] of instanceVariables)
+        if (!got.includes(inst.id)) fail(where, `${file}: variable instance does not list ${inst.id} (it lists ${got.join(', ')})`);
     }
   }
 }
@@ -312,9 +364,11 @@ async function main() {
     staticChecks(f, d, validate, SCHEMA_VERSION);
     if (args.prometheus) await queryChecks(f, d);
   }
+  if (args.prometheus && args.bundles) await instanceChecks();
   console.log(`${stats.dashboards} dashboards, ${stats.panels} panels, ${stats.variables} variables; ` +
     (args.prometheus ? `${stats.targets} expressions run against ${args.prometheus}: ${stats.withData} returned data, ` +
-      `${stats.hardwareEmpty} hardware-dependent accepted empty` : 'no --prometheus: PromQL not run'));
+      `${stats.hardwareEmpty} hardware-dependent accepted empty` : 'no --prometheus: PromQL not run') +
+    (args.prometheus && args.bundles ? `; ${stats.instances} bundle instances each a series of its own` : ''));
   for (const f of failures) console.error(`FAIL ${f}`);
   return failures.length ? 1 : 0;
 }
