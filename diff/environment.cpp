@@ -53,20 +53,30 @@ std::string joined(const std::set<std::string>& words, const char* none) {
   return out.empty() ? none : out;
 }
 
-// What the bundle records of how its timed (ok) repetitions were measured: counters attached or not
-// (`--no-counters` leaves a repetition without any entry; a counter the host refused is still an
-// entry), the scope the counters had, the isolation each repetition ran in, and whether a profile or
+// What the bundle records of how its timed (ok) repetitions were measured: perf counters attached or
+// not (`--no-counters` leaves a repetition without any; a counter the host refused is still an entry),
+// the scope they had, the isolation each repetition ran in, and whether a profile or
 // trace ran on a timed repetition (they belong on diagnostic repetitions).
 nlohmann::json measurement(const Bundle& b) {
   std::set<std::string> counters, scopes, isolation, profile, trace;
+  // A bundle whose every repetition failed still says how they were measured.
+  bool any_ok = false;
+  for (const auto& in : b.instances)
+    for (const auto& rep : in.repetitions) any_ok = any_ok || rep.ok();
   for (const auto& in : b.instances) {
     const bool profiled = in.instrumentation.is_object() && in.instrumentation.contains("timed") &&
                           in.instrumentation["timed"].value("profile", false);
     for (const auto& rep : in.repetitions) {
-      if (!rep.ok()) continue;
-      counters.insert(rep.counters.empty() ? "off" : "on");
-      for (const auto& [name, c] : rep.counters)
+      if (any_ok && !rep.ok()) continue;
+      // System-wide readings (/proc deltas, schedstat: scope "system") are taken with or without
+      // --no-counters; perf counters on the workload carry their scope, or none when the host refused.
+      bool perf = false;
+      for (const auto& [name, c] : rep.counters) {
+        if (c.scope == "system") continue;
+        perf = true;
         if (!c.scope.empty()) scopes.insert(c.scope);
+      }
+      counters.insert(perf ? "on" : "off");
       isolation.insert(rep.isolation.is_object() && rep.isolation.contains("mode") &&
                                rep.isolation["mode"].is_string()
                            ? rep.isolation["mode"].get<std::string>()
@@ -75,11 +85,11 @@ nlohmann::json measurement(const Bundle& b) {
       trace.insert(rep.trace.is_object() && !rep.trace.empty() ? "on" : "off");
     }
   }
-  return {{"counters", joined(counters, "(no ok repetition)")},
+  return {{"counters", joined(counters, "(no repetition)")},
           {"counter_scope", joined(scopes, "(none)")},
-          {"isolation", joined(isolation, "(no ok repetition)")},
-          {"timed_profile", joined(profile, "(no ok repetition)")},
-          {"timed_trace", joined(trace, "(no ok repetition)")}};
+          {"isolation", joined(isolation, "(no repetition)")},
+          {"timed_profile", joined(profile, "(no repetition)")},
+          {"timed_trace", joined(trace, "(no repetition)")}};
 }
 
 std::string as_text(const nlohmann::json& j) {
