@@ -94,10 +94,16 @@ std::string format_summary(const Bundle& b, const std::string& source,
   out += fmt::format("host     {} ({} online CPUs), fingerprint {}\n", str(b.host, "cpu_model"),
                      b.host.contains("topology") ? str(b.host.at("topology"), "online_cpus") : "?",
                      str(b.host, "fingerprint"));
+  // What `schedlab diff` does with it: verdicts rest on trials, so a quick run's fewer repetitions make
+  // its trial medians noisier but do not by themselves withhold a verdict; one trial does.
   if (b.smoke)
-    out +=
-        "note     smoke run: too few repetitions for a verdict; use the default 9 (or more trials) to "
-        "compare\n";
+    out += b.trials >= 2
+               ? fmt::format(
+                     "note     quick run: {} repetitions per trial (9 by default) make each trial's "
+                     "median noisier; diff's verdicts rest on the {} trials\n",
+                     b.instances.empty() ? 0 : b.instances.front().repetitions.size(), b.trials)
+               : "note     quick run of one trial: diff compares its repetitions but gives no verdict; take "
+                 "--trials 6 or more (interleaved with the other side) for one\n";
   for (const auto& w : warnings) out += "warning  " + w + "\n";
   for (const auto& in : b.instances) append_instance(out, in);
   return out;

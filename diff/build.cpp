@@ -9,9 +9,11 @@
 #include "core/stats.hpp"
 #include "diff/diff.hpp"
 #include "diff/environment.hpp"
+#include "diff/pairing.hpp"
 #include "diff/samples.hpp"
 #include "stats/multiple.hpp"
 #include "stats/parametric.hpp"
+#include "stats/power.hpp"
 #include "stats/rank_tests.hpp"
 
 namespace schedlab {
@@ -45,7 +47,7 @@ bool all_positive(const std::vector<double>& v) {
   return std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
 }
 
-std::vector<double> logs(const std::vector<double>& v) {
+std::vector<double> log_values(const std::vector<double>& v) {
   std::vector<double> out;
   out.reserve(v.size());
   for (double x : v) out.push_back(std::log(x));
@@ -57,114 +59,135 @@ bool is_tail_metric(const std::string& name) {
          name.rfind("max_", 0) == 0;
 }
 
-// Sides are interleaved when their trials alternate in time (ABAB... or BABA...): then trial i of one
-// side and trial i of the other ran under the same slow drift, and are analysed as pairs.
-bool interleaved(const Side& base, const Side& other) {
-  if (base.bundles.size() < 2 || base.bundles.size() != other.bundles.size()) return false;
-  std::vector<std::pair<std::string, int>> order;
-  for (const auto& b : base.bundles) order.emplace_back(b.bundle.started_at, 0);
-  for (const auto& b : other.bundles) order.emplace_back(b.bundle.started_at, 1);
-  std::sort(order.begin(), order.end());
-  for (std::size_t i = 1; i < order.size(); ++i) {
-    if (order[i].second == order[i - 1].second) return false;
-  }
-  return true;
-}
-
 // Repetitions of one invocation share its state (placement, host neighbours, memory layout), so they
 // are not independent runs: on the noisy VM the A/A calibration found 29-50% false better/worse
-// verdicts from them. Their test is shown; a verdict needs trials.
+// verdicts from them. Their test is shown; a verdict needs trials, and their p-value stays out of the
+// Benjamini-Hochberg family (it would loosen the valid ones' thresholds).
 constexpr const char* kRepetitionTest = "mann-whitney/repetitions";
+constexpr const char* kPairedTest = "wilcoxon-paired/trials";
+
+const TrialValues* in_slot(const Trials& trials, std::size_t slot) {
+  for (const auto& t : trials)
+    if (t.slot == slot && !t.values.empty()) return &t;
+  return nullptr;
+}
+
+std::string trial_name(const TrialId& t) {
+  return fmt::format("trial {} ({})", t.trial, t.started_at);
+}
 
 struct Test {
   std::string name;
-  std::vector<double> x, y;  // baseline and other samples (trial medians or repetitions)
+  std::vector<double> x, y;  // baseline and other samples (trial medians or repetitions); pairs when paired
   bool paired = false;
+  std::vector<std::string> notes;
 };
 
-Test choose_test(const Trials& base, const Trials& other, bool pairable) {
-  if (base.size() >= 2 && other.size() >= 2) {
-    if (pairable && base.size() == other.size()) {
-      return {"wilcoxon-paired/trials", trial_medians(base), trial_medians(other), true};
+Test choose_test(const Trials& base, const Trials& other, const TrialPairing& pairing,
+                 const InstanceSamples& base_samples, const InstanceSamples& other_samples,
+                 const std::string& base_name, const std::string& other_name) {
+  if (pairing.interleaved) {
+    Test t{kPairedTest, {}, {}, true, {}};
+    std::vector<std::string> left_out;
+    for (auto slot : pairing.unmatched_base)
+      left_out.push_back(fmt::format("{} {} (no partner)", base_name, trial_name(base_samples.trials[slot])));
+    for (auto slot : pairing.unmatched_other)
+      left_out.push_back(
+          fmt::format("{} {} (no partner)", other_name, trial_name(other_samples.trials[slot])));
+    for (const auto& [b, o] : pairing.pairs) {
+      const auto* tb = in_slot(base, b);
+      const auto* to = in_slot(other, o);
+      if (tb && to) {
+        t.x.push_back(median(tb->values));
+        t.y.push_back(median(to->values));
+        continue;
+      }
+      const auto& lost = tb ? other_samples.trials[o] : base_samples.trials[b];
+      left_out.push_back(fmt::format("the pair of {} {} (no ok value there)", tb ? other_name : base_name,
+                                     trial_name(lost)));
     }
-    return {"mann-whitney/trials", trial_medians(base), trial_medians(other), false};
+    for (const auto& what : left_out) t.notes.push_back("left out of the pairs: " + what);
+    if (t.x.size() >= 2) return t;
   }
-  return {kRepetitionTest, flatten(base), flatten(other), false};
+  if (base.size() >= 2 && other.size() >= 2)
+    return {"mann-whitney/trials", trial_medians(base), trial_medians(other), false, {}};
+  return {kRepetitionTest, flatten(base), flatten(other), false, {}};
 }
 
-double pct(double shift, double reference) {
-  return reference != 0 ? 100.0 * shift / reference : 0;
+// The model a comparison's numbers come from: log values when every sample is positive (a shift is a
+// ratio, shown as %), else the values themselves (a shift in the metric's unit: a percentage of a zero
+// or negative baseline means nothing, and would make a significant shift read as 0%).
+struct Model {
+  bool logs = false;
+  double margin = 0;  // --min-effect in model units; 0 (none) for shifts in units
+  std::vector<double> apply(const std::vector<double>& v) const { return logs ? log_values(v) : v; }
+  double effect(double v) const { return logs ? 100.0 * std::expm1(v) : v; }
+};
+
+Model model_for(const Test& t, const std::string& unit, const DiffOptions& o, Comparison& c) {
+  Model m;
+  m.logs = all_positive(t.x) && all_positive(t.y);
+  m.margin = m.logs ? std::log1p(o.min_effect_pct / 100) : 0;
+  c.effect_unit = m.logs ? "%" : unit;
+  return m;
 }
 
-void run_unpaired(const Test& t, double alpha, Comparison& c) {
-  auto mw = stats::mann_whitney(t.x, t.y);
+void set_intervals(const Model& m, const stats::ShiftEstimate& hl, const stats::ShiftEstimate& tost,
+                   Comparison& c) {
+  c.shift = m.effect(hl.estimate);
+  c.ci_lower = m.effect(hl.lower);
+  c.ci_upper = m.effect(hl.upper);
+  c.ci_confidence = hl.confidence;
+  c.tost_lower = m.effect(tost.lower);
+  c.tost_upper = m.effect(tost.upper);
+}
+
+void run_unpaired(const Test& t, const Model& model, double alpha, Comparison& c) {
+  auto mw = stats::mann_whitney(t.x, t.y);  // ranks: the same on the values and on their logs
   c.p_value = mw.p_value;
   c.min_p = stats::mann_whitney_min_p(t.x.size(), t.y.size());
-  double ref = median(t.x);
-  auto hl = stats::hodges_lehmann(t.x, t.y, 1 - alpha);
-  c.shift_pct = pct(hl.estimate, ref);
-  c.ci_lower_pct = pct(hl.lower, ref);
-  c.ci_upper_pct = pct(hl.upper, ref);
-  c.ci_confidence = hl.confidence;
-  auto tost = stats::hodges_lehmann(t.x, t.y, 1 - 2 * alpha);
-  c.tost_lower_pct = pct(tost.lower, ref);
-  c.tost_upper_pct = pct(tost.upper, ref);
-  bool use_logs = all_positive(t.x) && all_positive(t.y);
-  auto lx = use_logs ? logs(t.x) : t.x;
-  auto ly = use_logs ? logs(t.y) : t.y;
-  c.welch_log_p = stats::welch_t(lx, ly, 1 - alpha).p_value;
-  double mds =
-      stats::minimum_detectable_shift(sample_sd(lx), lx.size(), sample_sd(ly), ly.size(), alpha, kPower);
-  c.mde_pct = use_logs ? 100.0 * std::expm1(mds) : pct(mds, ref);
+  auto lx = model.apply(t.x), ly = model.apply(t.y);
+  set_intervals(model, stats::hodges_lehmann(lx, ly, 1 - alpha), stats::hodges_lehmann(lx, ly, 1 - 2 * alpha),
+                c);
+  c.t_test = "welch-t";
+  c.t_test_p = stats::welch_t(lx, ly, 1 - alpha).p_value;
+  c.power = {false, lx.size(), ly.size(), sample_sd(lx), sample_sd(ly), model.margin};
 }
 
-// Pairs are compared as log ratios, so a shift reads as a ratio whatever the level of each pair.
-void run_paired(const Test& t, double alpha, Comparison& c) {
-  bool use_logs = all_positive(t.x) && all_positive(t.y);
-  double ref = median(t.x);
-  std::vector<double> d;
-  for (std::size_t i = 0; i < t.x.size(); ++i) {
-    d.push_back(use_logs ? std::log(t.y[i] / t.x[i]) : t.y[i] - t.x[i]);
-  }
-  auto to_pct = [&](double v) { return use_logs ? 100.0 * std::expm1(v) : pct(v, ref); };
-  auto w = stats::wilcoxon_signed_rank(d);
-  c.p_value = w.p_value;
-  std::size_t nonzero = std::count_if(d.begin(), d.end(), [](double v) { return v != 0; });
-  c.min_p = stats::wilcoxon_min_p(nonzero);
-  auto hl = stats::hodges_lehmann_paired(d, 1 - alpha);
-  c.shift_pct = to_pct(hl.estimate);
-  c.ci_lower_pct = to_pct(hl.lower);
-  c.ci_upper_pct = to_pct(hl.upper);
-  c.ci_confidence = hl.confidence;
-  auto tost = stats::hodges_lehmann_paired(d, 1 - 2 * alpha);
-  c.tost_lower_pct = to_pct(tost.lower);
-  c.tost_upper_pct = to_pct(tost.upper);
-  auto lx = use_logs ? logs(t.x) : t.x;
-  auto ly = use_logs ? logs(t.y) : t.y;
-  c.welch_log_p = stats::welch_t(lx, ly, 1 - alpha).p_value;
-  // A paired design's noise is the spread of the differences.
-  double sd = sample_sd(d);
-  double mds = d.size() < 2 ? INFINITY
-                            : (stats::normal_quantile(1 - alpha / 2) + stats::normal_quantile(kPower)) *
-                                  std::sqrt(M_PI / 3) * sd / std::sqrt(static_cast<double>(d.size()));
-  c.mde_pct = to_pct(mds);
+// Pairs are compared as log ratios, so a shift reads as a ratio whatever the level of each pair. The
+// signed-rank test drops zero differences; so do its interval, the equivalence interval and the MDE's n,
+// which makes the interval the inversion of the test reported (R's wilcox.test(conf.int = TRUE)).
+void run_paired(const Test& t, const Model& model, double alpha, Comparison& c) {
+  std::vector<double> d, nonzero;
+  for (std::size_t i = 0; i < t.x.size(); ++i)
+    d.push_back(model.logs ? std::log(t.y[i] / t.x[i]) : t.y[i] - t.x[i]);
+  std::copy_if(d.begin(), d.end(), std::back_inserter(nonzero), [](double v) { return v != 0; });
+  c.p_value = stats::wilcoxon_signed_rank(d).p_value;
+  c.min_p = stats::wilcoxon_min_p(nonzero.size());
+  const auto& used = nonzero.empty() ? d : nonzero;  // every pair equal: a shift of exactly 0
+  set_intervals(model, stats::hodges_lehmann_paired(used, 1 - alpha),
+                stats::hodges_lehmann_paired(used, 1 - 2 * alpha), c);
+  c.t_test = "paired-t";
+  c.t_test_p = stats::paired_t(d, 1 - alpha).p_value;
+  const double sd = sample_sd(nonzero);
+  c.power = {true, nonzero.size(), nonzero.size(), sd, sd, model.margin};
 }
 
-Comparison compare(const std::string& side, const Trials& base, const Trials& other, bool pairable,
-                   double alpha) {
+Comparison compare(const std::string& side, const Trials& other, const Test& test, const std::string& unit,
+                   const DiffOptions& o) {
   Comparison c;
   c.side = side;
   c.stats = side_stats(other);
-  auto test = choose_test(base, other, pairable);
   c.test = test.name;
   c.n_base = test.x.size();
   c.n_other = test.y.size();
-  if (test.paired) {
-    run_paired(test, alpha, c);
-  } else {
-    run_unpaired(test, alpha, c);
-  }
-  c.p_adjusted = c.p_value;
+  c.notes = test.notes;
+  const auto model = model_for(test, unit, o, c);
+  if (test.paired)
+    run_paired(test, model, o.alpha, c);
+  else
+    run_unpaired(test, model, o.alpha, c);
+  c.p_adjusted = NAN;
   return c;
 }
 
@@ -173,6 +196,11 @@ Trend trend_of(const std::string& side, const Trials& trials, double alpha) {
   return {side, mk.statistic, mk.p_value, mk.p_value < alpha};
 }
 
+// DESIGN.md's verdicts with the --min-effect rule of diff/README.md: significant after BH and the
+// 1 - alpha interval wholly beyond the margin is `better`/`worse`; significant with the interval
+// reaching inside the margin is `worse (not beyond ±X%)`, which no script fails on; the 1 - 2 alpha
+// interval inside the margin is `equivalent`, never for a significant shift. A shift in units has no
+// margin: significant is `better`/`worse`, and it is never called equivalent.
 void judge(const MetricDiff& m, Comparison& c, const DiffOptions& o) {
   if (c.test == kRepetitionTest) {
     c.verdict = "too few runs";
@@ -182,18 +210,31 @@ void judge(const MetricDiff& m, Comparison& c, const DiffOptions& o) {
   if (c.min_p > o.alpha) {
     c.verdict = "too few runs";
     c.verdict_reason = fmt::format("{} vs {} {} reach p = {:.3g} at best", c.n_base, c.n_other,
-                                   c.test == "wilcoxon-paired/trials" ? "pairs" : "trials", c.min_p);
+                                   c.test == kPairedTest ? "pairs" : "trials", c.min_p);
     return;
   }
   c.verdict_reason.clear();
-  if (c.p_adjusted < o.alpha && c.shift_pct != 0) {
-    bool higher = c.shift_pct > 0;
-    bool good = m.direction == Direction::kHigherIsBetter ? higher : !higher;
+  const bool percent = c.effect_unit == "%";
+  const double direction = c.shift != 0 ? c.shift : (c.ci_lower + c.ci_upper) / 2;
+  if (c.p_adjusted < o.alpha && direction != 0) {
+    const bool higher = direction > 0;
+    const bool good = m.direction == Direction::kHigherIsBetter ? higher : !higher;
     c.verdict = good ? "better" : "worse";
-  } else if (c.tost_lower_pct >= -o.min_effect_pct && c.tost_upper_pct <= o.min_effect_pct) {
+    const bool beyond = !percent || (higher ? c.ci_lower > o.min_effect_pct : c.ci_upper < -o.min_effect_pct);
+    if (!beyond) {
+      c.verdict += fmt::format(" (not beyond ±{:g}%)", o.min_effect_pct);
+      c.verdict_reason =
+          fmt::format("significant, but the interval [{:+.2f}%, {:+.2f}%] reaches inside the ±{:g}% margin",
+                      c.ci_lower, c.ci_upper, o.min_effect_pct);
+    }
+  } else if (percent && c.p_adjusted >= o.alpha && c.tost_lower >= -o.min_effect_pct &&
+             c.tost_upper <= o.min_effect_pct) {
     c.verdict = fmt::format("equivalent (±{:g}%)", o.min_effect_pct);
   } else {
     c.verdict = "inconclusive";
+    if (!percent)
+      c.verdict_reason = "a shift in " + (c.effect_unit.empty() ? std::string("units") : c.effect_unit) +
+                         " (a baseline <= 0 has no %): no margin to call it equivalent against";
   }
 }
 
@@ -213,12 +254,18 @@ const Trials* find_trials(const std::map<std::string, Trials>& m, const std::str
   return it == m.end() || it->second.empty() ? nullptr : &it->second;
 }
 
-MetricDiff metric_row(const std::string& name, const std::string& kind, const Trials& base_trials,
-                      const std::vector<SideData>& data, const std::string& key,
-                      const std::vector<bool>& pairable, const DiffOptions& o) {
+// The pairing of the base's trials of one instance with each other side's (empty for the base and
+// for sides without the instance).
+using Pairings = std::vector<TrialPairing>;
+
+MetricDiff metric_row(const std::string& name, const std::string& kind, const std::string& unit,
+                      const Trials& base_trials, const InstanceSamples& base,
+                      const std::vector<SideData>& data, const std::string& key, const Pairings& pairings,
+                      const DiffOptions& o) {
   MetricDiff m;
   m.name = name;
   m.kind = kind;
+  m.unit = unit;
   m.base = side_stats(base_trials);
   m.tail = is_tail_metric(name);
   m.trends.push_back(trend_of(data[0].side->name, base_trials, o.trend_alpha));
@@ -227,21 +274,23 @@ MetricDiff metric_row(const std::string& name, const std::string& kind, const Tr
     if (!s) continue;
     const auto* t = find_trials(kind == "counter" ? s->counters : s->metrics, name);
     if (!t) continue;
-    m.comparisons.push_back(compare(data[i].side->name, base_trials, *t, pairable[i], o.alpha));
+    auto test = choose_test(base_trials, *t, pairings[i], base, *s, data[0].side->name, data[i].side->name);
+    m.comparisons.push_back(compare(data[i].side->name, *t, test, unit, o));
     m.trends.push_back(trend_of(data[i].side->name, *t, o.trend_alpha));
   }
   return m;
 }
 
 InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
-                           const std::vector<SideData>& data, const std::vector<bool>& pairable,
+                           const std::vector<SideData>& data, const Pairings& pairings,
                            const DiffOptions& o) {
   const Instance& in = *base.first;
   InstanceDiff d{in.id, in.workload, in.params_hash, in.params, in.workload_version, {}, {}, {}, {}, {}, {}};
   for (const auto& [name, trials] : base.metrics) {
-    auto m = metric_row(name, "metric", trials, data, key, pairable, o);
-    if (auto it = in.metric_info.find(name); it != in.metric_info.end()) {
-      m.unit = it->second.unit;
+    auto it = in.metric_info.find(name);
+    auto m = metric_row(name, "metric", it != in.metric_info.end() ? it->second.unit : "", trials, base, data,
+                        key, pairings, o);
+    if (it != in.metric_info.end()) {
       m.direction = it->second.direction;
       m.headline = it->second.headline;
     }
@@ -252,12 +301,11 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
   std::stable_sort(d.metrics.begin(), d.metrics.end(),
                    [](const MetricDiff& a, const MetricDiff& b) { return a.headline > b.headline; });
   for (const auto& [name, trials] : base.counters) {
-    auto m = metric_row(name, "counter", trials, data, key, pairable, o);
-    m.unit = base.counter_units.at(name);
+    auto m = metric_row(name, "counter", base.counter_units.at(name), trials, base, data, key, pairings, o);
     m.has_direction = false;
     d.metrics.push_back(std::move(m));
   }
-  d.failures.push_back({data[0].side->name, base.failed, base.total, 1});
+  d.failures.push_back({data[0].side->name, base.failed, base.total, 1, ""});
   for (std::size_t i = 1; i < data.size(); ++i) {
     const auto* s = data[i].find(key);
     if (!s) {
@@ -267,7 +315,7 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
     double p =
         stats::fisher_exact(static_cast<long>(base.failed), static_cast<long>(base.total - base.failed),
                             static_cast<long>(s->failed), static_cast<long>(s->total - s->failed));
-    d.failures.push_back({data[i].side->name, s->failed, s->total, p});
+    d.failures.push_back({data[i].side->name, s->failed, s->total, p, ""});
   }
   const auto base_profile = profile_totals(base);
   for (std::size_t i = 1; i < data.size(); ++i) {
@@ -288,7 +336,65 @@ InstanceDiff instance_diff(const std::string& key, const InstanceSamples& base,
   return d;
 }
 
-// Benjamini–Hochberg over every headline comparison of one other side, then the verdicts.
+// The raw p a family member must fall below for Benjamini-Hochberg to reject it, the other members'
+// p-values held as observed: the largest k alpha / m such that k - 1 of the others lie below it.
+double bh_level(const std::vector<double>& p, std::size_t member, double alpha) {
+  const std::size_t m = p.size();
+  double level = alpha / static_cast<double>(m);
+  for (std::size_t k = 1; k <= m; ++k) {
+    const double threshold = static_cast<double>(k) * alpha / static_cast<double>(m);
+    std::size_t below = 0;
+    for (std::size_t j = 0; j < m; ++j) below += j != member && p[j] < threshold;
+    if (below + 1 >= k) level = threshold;
+  }
+  return level;
+}
+
+// The MDE of a family member: the shift that its verdict (`better`/`worse`, not the qualified one)
+// reaches with 80% power, for the test run, at its BH level, with the n that test sees.
+double detectable_effect(const Comparison& c, double level, const DiffOptions& o) {
+  const stats::PowerTarget target{level, 1 - o.alpha, c.power.margin, kPower};
+  const auto& in = c.power;
+  if (!std::isfinite(in.sd_x) || !std::isfinite(in.sd_y)) return INFINITY;
+  const double shift = in.paired ? stats::signed_rank_detectable_shift(in.n_x, in.sd_x, target)
+                                 : stats::rank_sum_detectable_shift(in.n_x, in.sd_x, in.n_y, in.sd_y, target);
+  return c.effect_unit == "%" ? 100.0 * std::expm1(shift) : shift;
+}
+
+// Failed and timed-out repetitions are left out of the medians, so when one side fails more often the
+// two sides' survivors are not alike (the slowest repetitions timing out makes the rest look faster).
+// A failure rate that differs at alpha (Fisher's exact test) is a verdict of its own, `worse` counting
+// as a regression, and the instance's metrics get no better/worse/equivalent for that side.
+void judge_failures(DiffResult& r) {
+  const double alpha = r.options.alpha;
+  for (auto& in : r.instances) {
+    const auto& base = in.failures.front();
+    for (std::size_t i = 1; i < in.failures.size(); ++i) {
+      auto& f = in.failures[i];
+      if (!(f.p_value < alpha)) continue;
+      const double rate =
+          static_cast<double>(f.failed) / static_cast<double>(std::max<std::size_t>(f.total, 1));
+      const double base_rate =
+          static_cast<double>(base.failed) / static_cast<double>(std::max<std::size_t>(base.total, 1));
+      f.verdict = rate > base_rate ? "worse" : "better";
+      if (f.verdict == "worse") r.regression = true;
+      for (auto& m : in.metrics) {
+        if (!m.headline) continue;
+        for (auto& c : m.comparisons) {
+          if (c.side != f.side || c.verdict == "too few runs" || c.verdict == "inconclusive") continue;
+          c.verdict_reason = fmt::format(
+              "was {}; failed repetitions {}/{} against {}/{} on {} (Fisher p {:.3g}): the surviving "
+              "repetitions do not compare",
+              c.verdict, f.failed, f.total, base.failed, base.total, base.side, f.p_value);
+          c.verdict = "inconclusive";
+        }
+      }
+    }
+  }
+}
+
+// Benjamini-Hochberg over each other side's trial-level headline comparisons (the family), then the
+// verdicts and the MDEs. Repetition-level tests stay out: their p-values are not valid (see above).
 void adjust_and_judge(DiffResult& r) {
   for (std::size_t side = 1; side < r.sides.size(); ++side) {
     const auto& name = r.sides[side].name;
@@ -298,22 +404,32 @@ void adjust_and_judge(DiffResult& r) {
       for (auto& m : in.metrics) {
         if (!m.headline) continue;
         for (auto& c : m.comparisons) {
-          if (c.side == name) {
-            family.push_back(&c);
-            owners.push_back(&m);
+          if (c.side != name) continue;
+          if (c.test == kRepetitionTest) {
+            judge(m, c, r.options);
+            continue;
           }
+          c.in_family = true;
+          family.push_back(&c);
+          owners.push_back(&m);
         }
       }
     }
+    r.sides[side].family = family.size();
     std::vector<double> p;
     for (auto* c : family) p.push_back(c->p_value);
     auto adjusted = stats::benjamini_hochberg(p);
     for (std::size_t i = 0; i < family.size(); ++i) {
       family[i]->p_adjusted = adjusted[i];
+      family[i]->mde = detectable_effect(*family[i], bh_level(p, i, r.options.alpha), r.options);
       judge(*owners[i], *family[i], r.options);
-      if (family[i]->verdict == "worse") r.regression = true;
     }
   }
+  judge_failures(r);
+  for (const auto& in : r.instances)
+    for (const auto& m : in.metrics)
+      for (const auto& c : m.comparisons)
+        if (m.headline && c.verdict == "worse") r.regression = true;
 }
 
 void check_versions(const InstanceDiff& d, const std::vector<SideData>& data, const std::string& key,
@@ -340,21 +456,39 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
   DiffResult r;
   r.options = options;
   std::vector<SideData> data;
-  std::vector<bool> pairable;
   for (const auto& s : sides) {
     data.push_back({&s, side_samples(s)});
-    pairable.push_back(&s != &sides[0] && interleaved(sides[0], s));
-    SideInfo info{s.name, s.spec, {}, s.bundles.size(), false, pairable.back()};
+    SideInfo info;
+    info.name = s.name;
+    info.spec = s.spec;
+    info.trials = s.bundles.size();
     for (const auto& b : s.bundles) {
       info.sources.push_back(b.path.string());
       info.smoke = info.smoke || b.bundle.smoke;
+      for (const auto& in : b.bundle.instances)
+        info.repetitions_per_trial = std::max(info.repetitions_per_trial, in.repetitions.size());
     }
     r.sides.push_back(std::move(info));
   }
   r.environment = environment_differences(sides);
   check_hardware(sides, options.force, r.warnings);
+  check_method(r.environment, options.force, r.warnings);
+  // Pairing is decided per instance: the side is interleaved with the base when every instance they
+  // share (with >= 2 trials a side) is.
+  std::vector<std::vector<std::string>> blocked(sides.size());
+  for (std::size_t i = 1; i < sides.size(); ++i) r.sides[i].interleaved_with_base = true;
   for (const auto& [key, base] : data[0].instances) {
-    auto d = instance_diff(key, base, data, pairable, options);
+    Pairings pairings(data.size());
+    for (std::size_t i = 1; i < data.size(); ++i) {
+      const auto* s = data[i].find(key);
+      if (!s) continue;
+      pairings[i] = pair_trials(base, *s);
+      if (!pairings[i].interleaved) {
+        r.sides[i].interleaved_with_base = false;
+        if (base.trials.size() >= 2 && s->trials.size() >= 2) blocked[i].push_back(base.first->id);
+      }
+    }
+    auto d = instance_diff(key, base, data, pairings, options);
     check_versions(d, data, key, r);
     r.instances.push_back(std::move(d));
   }
@@ -376,11 +510,13 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
         ">= 6 pairs when interleaved");
   }
   for (std::size_t i = 1; i < r.sides.size(); ++i) {
-    if (r.sides[i].trials >= 2 && r.sides[0].trials >= 2 && !r.sides[i].interleaved_with_base) {
+    if (!blocked[i].empty()) {
+      std::string which;
+      for (const auto& id : blocked[i]) which += (which.empty() ? "" : ", ") + id;
       r.warnings.push_back(fmt::format(
-          "{} did not run interleaved with {}: a slow drift of the machine reads as a difference between "
-          "them (see bench/aa_calibration.py); alternate the trials of the two for a paired test",
-          r.sides[i].name, r.sides[0].name));
+          "{} did not run interleaved with {} ({}): a slow drift of the machine reads as a difference "
+          "between them (see bench/aa_calibration.py); alternate the trials of the two for a paired test",
+          r.sides[i].name, r.sides[0].name, which));
     }
   }
   for (const auto& side : sides) {
@@ -396,9 +532,14 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
                            " ran in an emulated guest (qemu TCG): its results are functional checks, "
                            "not performance verdicts");
   }
+  // Verdicts rest on trials, never on repetitions (see choose_test): a quick run's fewer repetitions
+  // make each trial's median noisier, which the test and the MDE already account for.
   for (const auto& side : r.sides) {
-    if (side.smoke)
-      r.warnings.push_back(side.name + " is a quick (smoke) run: too few repetitions for verdicts");
+    if (side.smoke && side.trials >= 2)
+      r.warnings.push_back(fmt::format(
+          "{} is a quick (smoke) run: {} repetitions per trial (9 by default), so its trial medians are "
+          "noisier; its verdicts rest on its {} trials and stand as printed",
+          side.name, side.repetitions_per_trial, side.trials));
   }
   adjust_and_judge(r);
   return r;

@@ -2,6 +2,7 @@
 // `schedlab diff`: a baseline against one or more other sides, with the statistics of DESIGN.md
 // ("Statistics"): a primary rank test chosen in advance, Hodges–Lehmann shifts with intervals,
 // Benjamini–Hochberg over the headline metrics, verdicts only on headline metrics.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace schedlab {
 struct DiffOptions {
   double alpha = 0.05;
   double min_effect_pct = 2.0;  // equivalence margin (TOST) and the threshold a verdict is read against
-  bool force = false;           // compare across hardware fingerprints or workload versions
+  bool force = false;           // compare across hardware, workload versions or measuring methods
   double trend_alpha = 0.01;    // a run-order trend below this p is flagged
   ProfileFormat profile;        // --profile-lines, --profile-all
 };
@@ -28,7 +29,17 @@ struct SideStats {
   double median = 0, mean = 0, cv = 0, min = 0, max = 0;
 };
 
-// One other side against the baseline, for one metric.
+// The spread a comparison's power is simulated from (stats/power.hpp), in the test's model units.
+struct PowerInputs {
+  bool paired = false;
+  std::size_t n_x = 0, n_y = 0;  // non-zero pairs (paired), or the two sample sizes
+  double sd_x = 0, sd_y = 0;     // of the differences (paired), or of each side
+  double margin = 0;             // --min-effect in model units (log ratio), 0 for a shift in units
+};
+
+// One other side against the baseline, for one metric. Test, interval, equivalence interval and MDE
+// come from one model (diff/README.md): trial medians, on log values when every one is positive
+// (effects are then % ratios), else on the values themselves (effects in the metric's unit).
 struct Comparison {
   std::string side;
   SideStats stats;
@@ -36,16 +47,22 @@ struct Comparison {
   std::size_t n_base = 0;  // samples the test used on each side (trials or repetitions, or pairs)
   std::size_t n_other = 0;
   double p_value = 1;
-  double p_adjusted = 1;   // Benjamini–Hochberg over the headline metrics of this side; = p otherwise
+  bool in_family = false;  // in its side's Benjamini-Hochberg family: a trial-level headline test
+  double p_adjusted = 1;   // Benjamini-Hochberg over the family; NaN outside it
   double min_p = 1;        // the smallest p these sizes can reach
-  double welch_log_p = 1;  // secondary: Welch's t on log values (raw values when one is <= 0)
-  double shift_pct = 0;    // Hodges–Lehmann shift as % of the baseline median
-  double ci_lower_pct = 0, ci_upper_pct = 0;  // at 1 - alpha (achieved level in ci_confidence)
+  std::string t_test;      // secondary: "paired-t" on the differences, "welch-t" on the two samples
+  double t_test_p = 1;
+  std::string effect_unit;            // "%" (a ratio: log model) or the metric's unit (difference model)
+  double shift = 0;                   // Hodges-Lehmann shift in effect_unit
+  double ci_lower = 0, ci_upper = 0;  // at 1 - alpha (achieved level in ci_confidence)
   double ci_confidence = 0;
-  double tost_lower_pct = 0, tost_upper_pct = 0;  // at 1 - 2 alpha, read against min_effect
-  double mde_pct = 0;   // minimum detectable effect at 80% power with these sizes and spreads
-  std::string verdict;  // headline metrics only: better, worse, equivalent (±X%), inconclusive, too few runs
-  std::string verdict_reason;  // why `too few runs`: the sample sizes, or a side with a single trial
+  double tost_lower = 0, tost_upper = 0;  // at 1 - 2 alpha, read against min_effect
+  double mde = NAN;  // family members: the shift a verdict catches with 80% power (NaN otherwise)
+  PowerInputs power;
+  // headline: better, worse, better/worse (not beyond ±X%), equivalent (±X%), inconclusive, too few runs
+  std::string verdict;
+  std::string verdict_reason;      // why `too few runs`, a qualified or withheld verdict
+  std::vector<std::string> notes;  // trials left out of the pairs, and why
 };
 
 struct Trend {
@@ -72,7 +89,8 @@ struct FailureRate {
   std::string side;
   std::size_t failed = 0;  // repetitions whose status is not ok (failed, timeout, ...)
   std::size_t total = 0;
-  double p_value = 1;  // Fisher's exact test against the baseline (1 for the baseline itself)
+  double p_value = 1;   // Fisher's exact test against the baseline (1 for the baseline itself)
+  std::string verdict;  // "worse" / "better" when the rate differs at alpha, else empty
 };
 
 struct InstanceDiff {
@@ -101,7 +119,9 @@ struct SideInfo {
   std::vector<std::string> sources;
   std::size_t trials = 0;
   bool smoke = false;
-  bool interleaved_with_base = false;
+  std::size_t repetitions_per_trial = 0;  // the most any of its trials ran
+  bool interleaved_with_base = false;     // every instance it shares with the base ran interleaved
+  std::size_t family = 0;                 // headline comparisons in its Benjamini-Hochberg family
 };
 
 struct DiffResult {
@@ -110,7 +130,7 @@ struct DiffResult {
   std::vector<std::string> warnings;
   std::vector<EnvironmentDifference> environment;
   std::vector<InstanceDiff> instances;
-  bool regression = false;  // a headline verdict `worse` anywhere
+  bool regression = false;  // a headline verdict `worse`, or a significant rise in failures, anywhere
 };
 
 // Throws InputError for inputs that cannot be compared (nothing in common; different hardware or

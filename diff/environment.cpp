@@ -38,7 +38,59 @@ constexpr EnvironmentField kFields[] = {
     {"smt", "/environment/smt/active", "environment"},
     {"suite", "/provenance/suite_git_sha", "environment"},
     {"compiler", "/provenance/compiler", "environment"},
+    // How the timed repetitions were measured (issue #28.3): perf counters on the workload perturb it
+    // and their scope decides what they attach to, so a side measured otherwise is not comparable.
+    {"method.counters", "/measurement/counters", "method"},
+    {"method.counter_scope", "/measurement/counter_scope", "method"},
+    {"method.isolation", "/measurement/isolation", "method"},
+    {"method.timed_profile", "/measurement/timed_profile", "method"},
+    {"method.timed_trace", "/measurement/timed_trace", "method"},
 };
+
+std::string joined(const std::set<std::string>& words, const char* none) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " | ") + w;
+  return out.empty() ? none : out;
+}
+
+// What the bundle records of how its timed (ok) repetitions were measured: perf counters attached or
+// not (`--no-counters` leaves a repetition without any; a counter the host refused is still an entry),
+// the scope they had, the isolation each repetition ran in, and whether a profile or
+// trace ran on a timed repetition (they belong on diagnostic repetitions).
+nlohmann::json measurement(const Bundle& b) {
+  std::set<std::string> counters, scopes, isolation, profile, trace;
+  // A bundle whose every repetition failed still says how they were measured.
+  bool any_ok = false;
+  for (const auto& in : b.instances)
+    for (const auto& rep : in.repetitions) any_ok = any_ok || rep.ok();
+  for (const auto& in : b.instances) {
+    const bool profiled = in.instrumentation.is_object() && in.instrumentation.contains("timed") &&
+                          in.instrumentation["timed"].value("profile", false);
+    for (const auto& rep : in.repetitions) {
+      if (any_ok && !rep.ok()) continue;
+      // System-wide readings (/proc deltas, schedstat: scope "system") are taken with or without
+      // --no-counters; perf counters on the workload carry their scope, or none when the host refused.
+      bool perf = false;
+      for (const auto& [name, c] : rep.counters) {
+        if (c.scope == "system") continue;
+        perf = true;
+        if (!c.scope.empty()) scopes.insert(c.scope);
+      }
+      counters.insert(perf ? "on" : "off");
+      isolation.insert(rep.isolation.is_object() && rep.isolation.contains("mode") &&
+                               rep.isolation["mode"].is_string()
+                           ? rep.isolation["mode"].get<std::string>()
+                           : "(unrecorded)");
+      profile.insert(profiled || (rep.profile.is_object() && !rep.profile.empty()) ? "on" : "off");
+      trace.insert(rep.trace.is_object() && !rep.trace.empty() ? "on" : "off");
+    }
+  }
+  return {{"counters", joined(counters, "(no repetition)")},
+          {"counter_scope", joined(scopes, "(none)")},
+          {"isolation", joined(isolation, "(no repetition)")},
+          {"timed_profile", joined(profile, "(no repetition)")},
+          {"timed_trace", joined(trace, "(no repetition)")}};
+}
 
 std::string as_text(const nlohmann::json& j) {
   if (j.is_string()) return j.get<std::string>();
@@ -46,14 +98,11 @@ std::string as_text(const nlohmann::json& j) {
   return j.dump();
 }
 
-// The values of one field across a side's trials, as text ("a" or "a | b").
-std::string side_value(const Side& side, const nlohmann::json::json_pointer& ptr,
+// The values of one field across a side's trials (their environment heads), as text ("a" or "a | b").
+std::string side_value(const std::vector<nlohmann::json>& heads, const nlohmann::json::json_pointer& ptr,
                        std::set<std::string>& raw) {
   std::set<std::string> values;
-  for (const auto& b : side.bundles) {
-    auto j = environment_head(b.bundle);
-    values.insert(j.contains(ptr) ? as_text(j.at(ptr)) : "(absent)");
-  }
+  for (const auto& j : heads) values.insert(j.contains(ptr) ? as_text(j.at(ptr)) : "(absent)");
   raw.insert(values.begin(), values.end());
   std::string out;
   for (const auto& v : values) out += (out.empty() ? "" : " | ") + v;
@@ -98,16 +147,21 @@ nlohmann::json environment_head(const Bundle& b) {
           {"kernel", b.kernel},
           {"configuration", b.configuration},
           {"environment", b.environment},
-          {"provenance", b.provenance}};
+          {"provenance", b.provenance},
+          {"measurement", measurement(b)}};
 }
 
 std::vector<EnvironmentDifference> environment_differences(const std::vector<Side>& sides) {
   std::vector<EnvironmentDifference> out;
+  std::vector<std::vector<nlohmann::json>> heads(sides.size());  // built once: a head copies the bundle's
+  for (std::size_t i = 0; i < sides.size(); ++i)
+    for (const auto& b : sides[i].bundles) heads[i].push_back(environment_head(b.bundle));
   for (const auto& f : kFields) {
     nlohmann::json::json_pointer ptr(f.pointer);
     EnvironmentDifference d{f.name, f.category, {}};
     std::set<std::string> all;
-    for (const auto& s : sides) d.values.emplace_back(s.name, side_value(s, ptr, all));
+    for (std::size_t i = 0; i < sides.size(); ++i)
+      d.values.emplace_back(sides[i].name, side_value(heads[i], ptr, all));
     if (all.size() <= 1) continue;
     narrow_objects(sides, ptr, d);
     out.push_back(std::move(d));
@@ -132,6 +186,23 @@ void check_hardware(const std::vector<Side>& sides, bool force, std::vector<std:
   if (!force)
     throw InputError(what +
                      "; a scheduler diff across machines measures the machines (--force to compare anyway)");
+  warnings.insert(warnings.begin(), "FORCED: " + what);
+}
+
+void check_method(const std::vector<EnvironmentDifference>& differences, bool force,
+                  std::vector<std::string>& warnings) {
+  std::string listing;
+  for (const auto& d : differences) {
+    if (d.category != "method") continue;
+    listing += (listing.empty() ? "" : "; ") + d.field + ":";
+    for (const auto& [side, value] : d.values) listing += " " + side + " " + value;
+  }
+  if (listing.empty()) return;
+  auto what = "different measuring methods (" + listing + ")";
+  if (!force)
+    throw InputError(what +
+                     "; a shift between them may be the method's, not the configuration's (--force to "
+                     "compare anyway)");
   warnings.insert(warnings.begin(), "FORCED: " + what);
 }
 

@@ -12,7 +12,8 @@ namespace schedlab {
 struct EnvironmentField {
   const char* name;      // as shown
   const char* pointer;   // JSON pointer into environment_head()
-  const char* category;  // "configuration": what the diff is about; "environment": what should not differ
+  const char* category;  // "configuration": what the diff is about; "environment": what should not differ;
+                         // "method": how the timed repetitions were measured, which must not differ
 };
 
 // The bundle fields that change what a scheduler measurement means; the diff lists those that differ,
@@ -26,5 +27,10 @@ std::vector<EnvironmentDifference> environment_differences(const std::vector<Sid
 
 // Different hardware fingerprints: an InputError, or with `force` a warning that heads the output.
 void check_hardware(const std::vector<Side>& sides, bool force, std::vector<std::string>& warnings);
+
+// A difference of category "method" (counters, their scope, isolation, profile or trace on timed
+// repetitions): an InputError, or with `force` a warning that heads the output.
+void check_method(const std::vector<EnvironmentDifference>& differences, bool force,
+                  std::vector<std::string>& warnings);
 
 }  // namespace schedlab

@@ -17,24 +17,41 @@ nlohmann::json stats_json(const SideStats& s) {
           {"max", number(s.max)}};
 }
 
+nlohmann::json pair_json(double lo, double hi) {
+  return {number(lo), number(hi)};
+}
+
 nlohmann::json comparison_json(const Comparison& c, bool headline) {
+  // The *_pct fields hold the effect when it is a ratio; a shift in units has them null (`shift`, `ci`,
+  // `tost_ci` and `mde` hold the effect in `effect_unit` either way).
+  const bool percent = c.effect_unit == "%";
+  auto as_pct = [&](double v) { return percent ? number(v) : nlohmann::json(); };
+  nlohmann::json notes = c.notes;
   return {{"side", c.side},
           {"stats", stats_json(c.stats)},
           {"test", c.test},
           {"n_base", c.n_base},
           {"n_other", c.n_other},
           {"p_value", number(c.p_value)},
-          {"p_adjusted", headline ? number(c.p_adjusted) : nlohmann::json()},
+          {"in_family", c.in_family},
+          {"p_adjusted", headline && c.in_family ? number(c.p_adjusted) : nlohmann::json()},
           {"min_p", number(c.min_p)},
-          {"welch_log_p", number(c.welch_log_p)},
-          {"shift_pct", number(c.shift_pct)},
-          {"ci_pct", {number(c.ci_lower_pct), number(c.ci_upper_pct)}},
+          {"t_test", c.t_test},
+          {"welch_log_p", number(c.t_test_p)},
+          {"effect_unit", c.effect_unit},
+          {"shift", number(c.shift)},
+          {"ci", pair_json(c.ci_lower, c.ci_upper)},
+          {"tost_ci", pair_json(c.tost_lower, c.tost_upper)},
+          {"mde", number(c.mde)},
+          {"shift_pct", as_pct(c.shift)},
+          {"ci_pct", percent ? pair_json(c.ci_lower, c.ci_upper) : pair_json(NAN, NAN)},
           {"ci_confidence", number(c.ci_confidence)},
-          {"tost_ci_pct", {number(c.tost_lower_pct), number(c.tost_upper_pct)}},
-          {"mde_pct", number(c.mde_pct)},
+          {"tost_ci_pct", percent ? pair_json(c.tost_lower, c.tost_upper) : pair_json(NAN, NAN)},
+          {"mde_pct", as_pct(c.mde)},
           {"verdict", headline ? nlohmann::json(c.verdict) : nlohmann::json()},
           {"verdict_reason",
-           headline && !c.verdict_reason.empty() ? nlohmann::json(c.verdict_reason) : nlohmann::json()}};
+           headline && !c.verdict_reason.empty() ? nlohmann::json(c.verdict_reason) : nlohmann::json()},
+          {"notes", notes}};
 }
 
 nlohmann::json metric_json(const MetricDiff& m) {
@@ -63,8 +80,11 @@ nlohmann::json instance_json(const InstanceDiff& in) {
   for (const auto& m : in.metrics) metrics.push_back(metric_json(m));
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : in.failures) {
-    failures.push_back(
-        {{"side", f.side}, {"failed", f.failed}, {"total", f.total}, {"fisher_p", number(f.p_value)}});
+    failures.push_back({{"side", f.side},
+                        {"failed", f.failed},
+                        {"total", f.total},
+                        {"fisher_p", number(f.p_value)},
+                        {"verdict", f.verdict.empty() ? nlohmann::json() : nlohmann::json(f.verdict)}});
   }
   nlohmann::json profiles = nlohmann::json::array();
   for (const auto& p : in.profiles) profiles.push_back(to_json(p));
@@ -95,7 +115,9 @@ nlohmann::json diff_to_json(const DiffResult& diff) {
                      {"role", &s == &diff.sides.front() ? "base" : "other"},
                      {"trials", s.trials},
                      {"smoke", s.smoke},
+                     {"repetitions_per_trial", s.repetitions_per_trial},
                      {"interleaved_with_base", s.interleaved_with_base},
+                     {"bh_family", s.family},
                      {"sources", s.sources}});
   }
   nlohmann::json environment = nlohmann::json::array();

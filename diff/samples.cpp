@@ -11,9 +11,9 @@ std::string instance_key(const Instance& in) {
 namespace {
 
 void append(std::map<std::string, std::vector<TrialValues>>& into, const std::string& name,
-            const std::string& started_at, double value) {
+            const std::string& started_at, std::size_t slot, double value) {
   auto& trials = into[name];
-  if (trials.empty() || trials.back().started_at != started_at) trials.push_back({started_at, {}});
+  if (trials.empty() || trials.back().started_at != started_at) trials.push_back({started_at, {}, slot});
   trials.back().values.push_back(value);
 }
 
@@ -30,7 +30,7 @@ void WorkDone::add(const Repetition& rep) {
 
 std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& side) {
   std::vector<std::pair<std::string, InstanceSamples>> out;
-  auto slot = [&out](const std::string& key) -> InstanceSamples& {
+  auto instance_slot = [&out](const std::string& key) -> InstanceSamples& {
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& kv) { return kv.first == key; });
     if (it != out.end()) return it->second;
     out.emplace_back(key, InstanceSamples{});
@@ -40,19 +40,23 @@ std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& si
     // Each trial is its own sample group even if two trials share a start time.
     auto trial_tag = loaded.bundle.started_at + "#" + loaded.path.string();
     for (const auto& in : loaded.bundle.instances) {
-      auto& s = slot(instance_key(in));
+      auto& s = instance_slot(instance_key(in));
       if (!s.first) s.first = &in;
       s.all.push_back(&in);
+      const std::size_t slot = s.trials.size();
+      s.trials.push_back({loaded.bundle.trial, loaded.bundle.started_at, loaded.path.string(), 0, 0});
       for (const auto& rep : in.repetitions) {
         ++s.total;
+        ++s.trials.back().total;
         if (!rep.ok()) {
           ++s.failed;
+          ++s.trials.back().failed;
           continue;
         }
-        for (const auto& [name, m] : rep.metrics) append(s.metrics, name, trial_tag, m.value);
+        for (const auto& [name, m] : rep.metrics) append(s.metrics, name, trial_tag, slot, m.value);
         for (const auto& [name, c] : rep.counters) {
           if (!c.ok()) continue;
-          append(s.counters, name, trial_tag, c.value);
+          append(s.counters, name, trial_tag, slot, c.value);
           s.counter_units[name] = c.unit;
         }
       }

@@ -14,13 +14,24 @@ namespace schedlab {
 std::string instance_key(const Instance& in);
 
 struct TrialValues {
-  std::string started_at;
+  std::string started_at;      // "time#path": the tag of the trial (unique even if two share a time)
   std::vector<double> values;  // ok repetitions, in run order
+  std::size_t slot = 0;        // the trial's index in InstanceSamples::trials
+};
+
+// One trial of an instance, whether or not any repetition succeeded: pairs are matched on these.
+struct TrialId {
+  int trial = 0;           // the bundle's trial index
+  std::string started_at;  // the bundle's start time
+  std::string path;        // the bundle's file
+  std::size_t failed = 0;  // repetitions of this trial that did not succeed
+  std::size_t total = 0;
 };
 
 struct InstanceSamples {
   const Instance* first = nullptr;   // for id, params, metric_info, version
   std::vector<const Instance*> all;  // every trial's copy (diagnostic repetitions, profiles)
+  std::vector<TrialId> trials;       // every trial that ran the instance, in start order
   std::map<std::string, std::vector<TrialValues>> metrics;
   std::map<std::string, std::vector<TrialValues>> counters;
   std::map<std::string, std::string> counter_units;

@@ -32,13 +32,25 @@ std::string paint(const std::string& text, bool colour) {
   if (!colour) return text;
   if (text == "worse") return "\033[1;31m" + text + "\033[0m";
   if (text == "better") return "\033[1;32m" + text + "\033[0m";
-  if (text == "inconclusive" || text == "too few runs") return "\033[33m" + text + "\033[0m";
+  if (text == "inconclusive" || text == "too few runs" || text.find(" (not beyond") != std::string::npos)
+    return "\033[33m" + text + "\033[0m";
   return text;
+}
+
+// An effect in the comparison's unit: a signed percentage for ratios, else the metric's unit.
+std::string effect_text(double v, const std::string& effect_unit) {
+  if (!std::isfinite(v)) return "n/a";
+  if (effect_unit == "%") return signed_pct(v);
+  return (v > 0 ? "+" : "") + value_text(v, effect_unit);
 }
 
 std::string verdict_text(const Comparison& c, bool colour) {
   auto v = paint(c.verdict, colour);
-  if (c.verdict == "inconclusive") v += fmt::format(" (MDE {:.1f}%)", c.mde_pct);
+  if (c.verdict == "inconclusive") {
+    auto mde = std::isfinite(c.mde) ? effect_text(c.mde, c.effect_unit) : std::string("n/a");
+    if (!mde.empty() && mde[0] == '+') mde.erase(0, 1);
+    v += " (MDE " + mde + ")";
+  }
   if (c.verdict == "too few runs") {
     v += c.test == "mann-whitney/repetitions" ? " (one trial)" : fmt::format(" (min p {:.3f})", c.min_p);
   }
@@ -56,24 +68,31 @@ std::string test_text(const std::string& test) {
   static const std::map<std::string, std::string> names = {
       {"mann-whitney/trials", "Mann-Whitney U on trial medians"},
       {"mann-whitney/repetitions", "Mann-Whitney U on repetitions"},
-      {"wilcoxon-paired/trials", "Wilcoxon signed-rank on paired trials (log ratios)"}};
+      {"wilcoxon-paired/trials", "Wilcoxon signed-rank on paired trials"}};
   auto it = names.find(test);
   return it == names.end() ? test : it->second;
 }
 
-constexpr const char* kRowFormat = "  {:<24} {:<16} {:>6} {:>14} {:>6} {:>8} {:>19} {:>8} {:>8} {:>8}  {}\n";
+constexpr const char* kRowFormat = "  {:<24} {:<16} {:>6} {:>14} {:>6} {:>10} {:>27} {:>8} {:>8} {:>8}  {}\n";
 
 void append_metric(std::string& out, const MetricDiff& m, const std::string& base_name, bool colour) {
   auto label = m.name + (m.headline ? " *" : "");
   out += fmt::format(kRowFormat, label, base_name, n_text(m.base), value_text(m.base.median, m.unit),
                      fmt::format("{:.1f}%", 100 * m.base.cv), "", "", "", "", "", "");
   for (const auto& c : m.comparisons) {
-    auto ci = fmt::format("[{}, {}]", signed_pct(c.ci_lower_pct), signed_pct(c.ci_upper_pct));
+    // The level the interval achieves, not the one asked for: exact rank intervals overshoot it.
+    auto ci = fmt::format("[{}, {}] {:.1f}%", effect_text(c.ci_lower, c.effect_unit),
+                          effect_text(c.ci_upper, c.effect_unit), 100 * c.ci_confidence);
     bool judged = m.headline;
     out += fmt::format(kRowFormat, "", c.side, n_text(c.stats), value_text(c.stats.median, m.unit),
-                       fmt::format("{:.1f}%", 100 * c.stats.cv), signed_pct(c.shift_pct), ci,
-                       judged ? p_text(c.p_value) : "", judged ? p_text(c.p_adjusted) : "",
-                       judged ? p_text(c.welch_log_p) : "", judged ? verdict_text(c, colour) : "");
+                       fmt::format("{:.1f}%", 100 * c.stats.cv), effect_text(c.shift, c.effect_unit), ci,
+                       judged ? p_text(c.p_value) : "", judged && c.in_family ? p_text(c.p_adjusted) : "",
+                       judged ? p_text(c.t_test_p) : "", judged ? verdict_text(c, colour) : "");
+    if (judged) {
+      for (const auto& note : c.notes) out += fmt::format("      {}: {}\n", c.side, note);
+      if (!c.verdict_reason.empty() && c.verdict != "too few runs")
+        out += fmt::format("      {}: {}\n", c.side, c.verdict_reason);
+    }
   }
 }
 
@@ -115,8 +134,7 @@ void append_instance(std::string& out, const InstanceDiff& in, const DiffResult&
   if (!test.empty()) out += fmt::format("  primary test: {}\n", test_text(test));
   if (in.workload == "kernbench") append_kernbench_table(out, in, diff.sides);
   out += fmt::format(kRowFormat, "metric (* headline)", "side", "n", "median", "CV", "change",
-                     fmt::format("{:.0f}% CI", 100 * (1 - diff.options.alpha)), "p", "p(BH)", "Welch",
-                     "verdict");
+                     "CI (achieved level)", "p", "p(BH)", "t", "verdict");
   bool counters_started = false;
   for (const auto& m : in.metrics) {
     if (m.kind == "counter" && !counters_started) {
@@ -127,8 +145,9 @@ void append_instance(std::string& out, const InstanceDiff& in, const DiffResult&
   }
   for (const auto& f : in.failures) {
     if (f.failed == 0) continue;
-    out += fmt::format("  failed repetitions on {}: {}/{}{}\n", f.side, f.failed, f.total,
-                       &f == &in.failures.front() ? "" : fmt::format(" (Fisher p {})", p_text(f.p_value)));
+    out += fmt::format("  failed repetitions on {}: {}/{}{}{}\n", f.side, f.failed, f.total,
+                       &f == &in.failures.front() ? "" : fmt::format(" (Fisher p {})", p_text(f.p_value)),
+                       f.verdict.empty() ? "" : ": " + paint(f.verdict, colour));
   }
   for (const auto& m : in.metrics) {
     for (const auto& t : m.trends) {
@@ -168,14 +187,15 @@ std::string format_diff_text(const DiffResult& diff, bool colour) {
                        s.interleaved_with_base ? ", interleaved with base" : "",
                        s.spec == s.name ? "" : "  " + s.spec);
   }
-  std::size_t headline = 0;
-  for (const auto& in : diff.instances) {
-    for (const auto& m : in.metrics) headline += m.headline ? m.comparisons.size() : 0;
-  }
+  // The family is per other side: its trial-level headline comparisons (diff/README.md).
+  std::string families;
+  for (std::size_t i = 1; i < diff.sides.size(); ++i)
+    families += fmt::format("{}{} {}", i == 1 ? "" : ", ", diff.sides[i].name, diff.sides[i].family);
   out += fmt::format(
-      "alpha {:g}, Benjamini-Hochberg over {} headline comparison{}, equivalence margin ±{:g}%; changes are "
-      "Hodges-Lehmann shifts as % of the base median\n\n",
-      diff.options.alpha, headline, headline == 1 ? "" : "s", diff.options.min_effect_pct);
+      "alpha {:g}; Benjamini-Hochberg per side over its trial-level headline comparisons ({}); better/worse "
+      "need the interval beyond ±{:g}%, equivalent needs the 1-2alpha interval inside it; changes are "
+      "Hodges-Lehmann shifts of log values as % (of the values in their unit where one is <= 0)\n\n",
+      diff.options.alpha, families, diff.options.min_effect_pct);
   if (!diff.environment.empty()) {
     out += "differences between the sides:\n";
     for (const auto& d : diff.environment) {

@@ -13,7 +13,11 @@ nlohmann::json report_data(const std::vector<Side>& sides, const DiffOptions& op
   if (sides.size() == 1) {
     for (const auto& b : sides.front().bundles) {
       if (b.bundle.smoke) {
-        warnings.push_back(b.path.string() + " is a quick (smoke) run: too few repetitions for verdicts");
+        // As `schedlab diff` says it: fewer repetitions make trial medians noisier; verdicts rest on trials.
+        warnings.push_back(
+            b.path.string() +
+            " is a quick (smoke) run: fewer repetitions per trial than the default 9, so its trial "
+            "medians are noisier");
         break;
       }
     }

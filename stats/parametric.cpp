@@ -77,6 +77,36 @@ WelchResult welch_t(std::span<const double> x, std::span<const double> y, double
   return r;
 }
 
+WelchResult paired_t(std::span<const double> d, double confidence) {
+  detail::require_finite(d, "paired_t", "d");
+  detail::require_open_unit(confidence, "paired_t", "confidence");
+  WelchResult r;
+  r.lower = -kInf;
+  r.upper = kInf;
+  if (d.empty()) {
+    r.mean_difference = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
+  const Moments m = moments(d);
+  r.mean_difference = m.mean;
+  if (d.size() < 2) return r;
+  const auto n = static_cast<double>(d.size());
+  r.df = n - 1;
+  const double se = std::sqrt(m.variance / n);
+  if (se == 0) {
+    r.t = m.mean == 0 ? 0 : std::copysign(kInf, m.mean);
+    r.p_value = m.mean == 0 ? 1 : 0;
+    r.lower = r.upper = m.mean;
+    return r;
+  }
+  r.t = m.mean / se;
+  r.p_value = std::min(1.0, 2 * detail::student_t_sf(std::fabs(r.t), r.df));
+  const double q = detail::student_t_inverse_cdf(1 - (1 - confidence) / 2, r.df);
+  r.lower = m.mean - q * se;
+  r.upper = m.mean + q * se;
+  return r;
+}
+
 double normal_quantile(double p) {
   require_probability(p, "normal_quantile");
   return detail::normal_inverse_cdf(p);

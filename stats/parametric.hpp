@@ -20,6 +20,10 @@ struct WelchResult {
 // mean_difference NaN. NaN or infinite values and a confidence outside (0, 1) throw std::invalid_argument.
 WelchResult welch_t(std::span<const double> x, std::span<const double> y, double confidence);
 
+// One-sample t test of paired differences d against 0 (the paired design's secondary test);
+// mean_difference is mean(d). Fewer than 2 values: p = 1; all equal: p = 1 at 0, else 0. Errors as welch_t.
+WelchResult paired_t(std::span<const double> d, double confidence);
+
 // p in [0, 1] (0 and 1 give -inf and +inf) and df > 0 (infinity: the normal); else std::invalid_argument.
 double normal_quantile(double p);
 double student_t_quantile(double p, double df);

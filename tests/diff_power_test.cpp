@@ -3,9 +3,12 @@
 // even / odd (the interleaved design `diff` trusts) and a shift is injected into the odd side.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -93,11 +96,18 @@ Tally interleaved_diffs(const Fixture& f, std::size_t n, double shift) {
     const auto& c = r.instances.at(0).metrics.at(0).comparisons.at(0);
     EXPECT_EQ(c.test, "wilcoxon-paired/trials");
     ++t.diffs;
-    t.worse += c.verdict == "worse";
-    t.better += c.verdict == "better";
+    // A significant slowdown, whether or not its interval clears the --min-effect margin.
+    t.worse += c.verdict.rfind("worse", 0) == 0;
+    t.better += c.verdict.rfind("better", 0) == 0;
     start = end;
   }
   return t;
+}
+
+// Start times that sort in the order given: only their order matters to the pairing.
+std::string fmt_time(std::size_t k) {
+  auto digits = std::to_string(k);
+  return "2026-01-01T" + std::string(8 - std::min<std::size_t>(8, digits.size()), '0') + digits + "Z";
 }
 
 Fixture fixture(const std::string& name) {
@@ -138,15 +148,22 @@ INSTANTIATE_TEST_SUITE_P(RealTrials, DiffPower,
                                   std::to_string(static_cast<int>(100 * test.param.shift + 0.5)) + "pct";
                          });
 
-// Nothing injected: alpha is 0.05, and on a fixed fixture the count is deterministic.
-TEST(DiffCalibration, NothingInjectedIsRarelyBetterOrWorse) {
+// Nothing injected: any better/worse (qualified or not) is false, and must come at most at the rate
+// alpha promises (0.05). The disjoint windows of one fixture at 6, 9 and 12 pairs are pooled (kernbench
+// has only 8 windows of 12 pairs: one false verdict there is 12%, whatever the true rate); on a fixed
+// fixture the count is deterministic.
+TEST(DiffCalibration, NothingInjectedIsBetterOrWorseAtMostAtAlpha) {
   for (const char* name : {"yield-ns_per_yield.csv", "kernbench-elapsed_s.csv"}) {
-    for (std::size_t pairs : {6, 9}) {
+    int diffs = 0, wrong = 0;
+    for (std::size_t pairs : {6, 9, 12}) {
       auto t = interleaved_diffs(fixture(name), pairs, 0.0);
-      ASSERT_GE(t.diffs, 10) << name;
-      EXPECT_LE(t.worse + t.better, t.diffs / 10)
-          << name << " at " << pairs << " pairs: " << t.worse << " worse, " << t.better << " better";
+      std::cout << name << " A/A at " << pairs << " pairs: " << t.worse << " worse, " << t.better
+                << " better of " << t.diffs << " diffs\n";
+      diffs += t.diffs;
+      wrong += t.worse + t.better;
     }
+    ASSERT_GE(diffs, 30) << name;
+    EXPECT_LE(wrong, 0.05 * diffs) << name << ": " << wrong << " false verdicts in " << diffs << " A/A diffs";
   }
 }
 
@@ -160,6 +177,79 @@ TEST(DiffCalibration, TenPercentAtNinePairsIsNeverCalledBetter) {
     std::cout << name << ": +10% at 9 pairs called worse in " << t.worse << " of " << t.diffs << " diffs\n";
   }
 }
+
+// The printed MDE is a promise: were the true shift that large, the verdict would be `worse` in 80%
+// of diffs like this one. Checked by simulation on the real trials: each simulated diff draws n of the
+// fixture's real interleaved pairs (neighbouring trials of one batch), each in a coin-flip order (AB or
+// BA, as a campaign randomizes it: the fixture's own mean difference, -0.7% for kernbench, is noise
+// that a fixed order would add to every diff), reads the MDE the diff prints with nothing injected,
+// then injects exactly that shift into the same pairs and asks for `worse`. A shift of the log values
+// leaves the pairs' spread, so the injected diff prints the same MDE.
+struct MdeCase {
+  std::string fixture;
+  std::size_t pairs;
+};
+
+class PrintedMde : public ::testing::TestWithParam<MdeCase> {};
+
+TEST_P(PrintedMde, HasEightyPercentPowerOnRealPairs) {
+  const auto& c = GetParam();
+  auto f = fixture(c.fixture);
+  std::vector<std::pair<FixtureTrial, FixtureTrial>> population;
+  for (std::size_t i = 0; i + 1 < f.trials.size(); i += 2) {
+    if (f.trials[i].batch == f.trials[i + 1].batch) population.emplace_back(f.trials[i], f.trials[i + 1]);
+  }
+  ASSERT_GE(population.size(), 4 * c.pairs);
+  constexpr int kDiffs = 400;
+  std::mt19937_64 rng(29);
+  int detected = 0, finite = 0;
+  std::vector<double> mdes;
+  for (int sim = 0; sim < kDiffs; ++sim) {
+    std::vector<std::size_t> chosen(population.size());
+    for (std::size_t i = 0; i < chosen.size(); ++i) chosen[i] = i;
+    std::shuffle(chosen.begin(), chosen.end(), rng);
+    chosen.resize(c.pairs);
+    std::vector<bool> swapped(c.pairs);
+    for (std::size_t k = 0; k < c.pairs; ++k) swapped[k] = (rng() & 1) != 0;
+    auto sides = [&](double factor) {
+      Side base{"base", "base", {}}, other{"other", "other", {}};
+      for (std::size_t k = 0; k < chosen.size(); ++k) {
+        auto [a, b] = population[chosen[k]];
+        if (swapped[k]) std::swap(a, b);
+        a.started_at = fmt_time(2 * k);
+        b.started_at = fmt_time(2 * k + 1);
+        base.bundles.push_back(trial_bundle(f, a, 1.0));
+        other.bundles.push_back(trial_bundle(f, b, factor));
+      }
+      return build_diff({base, other}, DiffOptions{}).instances.at(0).metrics.at(0).comparisons.at(0);
+    };
+    const auto aa = sides(1.0);
+    ASSERT_EQ(aa.test, "wilcoxon-paired/trials");
+    ASSERT_EQ(aa.effect_unit, "%");
+    if (!std::isfinite(aa.mde)) continue;
+    ++finite;
+    mdes.push_back(aa.mde);
+    const auto shifted = sides(1.0 + aa.mde / 100);
+    EXPECT_NEAR(shifted.mde, aa.mde, 1e-6 * aa.mde);
+    detected += shifted.verdict == "worse";
+  }
+  ASSERT_EQ(finite, kDiffs) << "an MDE was infinite at " << c.pairs << " pairs";
+  std::sort(mdes.begin(), mdes.end());
+  const double power = static_cast<double>(detected) / finite;
+  std::cout << c.fixture << " at " << c.pairs << " pairs: median printed MDE " << mdes[mdes.size() / 2]
+            << "%, simulated power there " << power << " (" << detected << " of " << finite << ")\n";
+  EXPECT_NEAR(power, 0.80, 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RealTrials, PrintedMde,
+    ::testing::Values(MdeCase{"yield-ns_per_yield.csv", 6}, MdeCase{"yield-ns_per_yield.csv", 9},
+                      MdeCase{"yield-ns_per_yield.csv", 12}, MdeCase{"kernbench-elapsed_s.csv", 6},
+                      MdeCase{"kernbench-elapsed_s.csv", 9}, MdeCase{"kernbench-elapsed_s.csv", 12}),
+    [](const auto& test) {
+      return test.param.fixture.substr(0, test.param.fixture.find('-')) + "_" +
+             std::to_string(test.param.pairs) + "pairs";
+    });
 
 }  // namespace
 }  // namespace schedlab

@@ -44,7 +44,8 @@ std::size_t count_of(std::string text, const std::string& what) {
 TEST(Report, TwoSidesCarryTheRunsIdentitiesAndTheDiffsOwnNumbers) {
   TempDir dir;
   auto html = (dir.path() / "report.html").string();
-  auto o = schedlab("report " + kPerCgroup + " " + kPerTask + " -o " + html);
+  // The fixtures' counter scopes differ (a measuring method): compared only with --force (#28.3).
+  auto o = schedlab("report --force " + kPerCgroup + " " + kPerTask + " -o " + html);
   ASSERT_EQ(o.code, 0) << o.out;
   auto page = slurp(html);
   auto data = report_data_of(page);
@@ -74,7 +75,7 @@ TEST(Report, TwoSidesCarryTheRunsIdentitiesAndTheDiffsOwnNumbers) {
   }
 
   // The tables are drawn from the diff library's JSON: exactly what `schedlab diff --json` says.
-  auto diff = schedlab("diff --json " + kPerCgroup + " " + kPerTask);
+  auto diff = schedlab("diff --json --force " + kPerCgroup + " " + kPerTask);
   ASSERT_EQ(diff.code, 0) << diff.out;
   EXPECT_EQ(data["diff"], nlohmann::json::parse(diff.out));
   const auto& headline = data["diff"]["instances"][0]["metrics"][0];
@@ -90,6 +91,31 @@ TEST(Report, TwoSidesCarryTheRunsIdentitiesAndTheDiffsOwnNumbers) {
   EXPECT_NE(page.find(slurp(std::string(SCHEDLAB_SOURCE_DIR) + "/report/web/report.js")), std::string::npos);
   EXPECT_EQ(count_of(page, "<link"), 0u);
   EXPECT_EQ(count_of(page, " src="), 0u);
+}
+
+// #28.3: the fixtures' counters were per cgroup on one side and per task on the other. The report
+// refuses them as `diff` does, and with --force lists the method among the environment's differences.
+TEST(Report, AChangeOfMeasuringMethodIsRefusedAndWithForceShownAsADifference) {
+  TempDir dir;
+  auto html = (dir.path() / "report.html").string();
+  auto o = schedlab("report " + kPerCgroup + " " + kPerTask + " -o " + html);
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("different measuring methods"), std::string::npos) << o.out;
+  EXPECT_FALSE(fs::exists(html));
+  o = schedlab("report --force " + kPerCgroup + " " + kPerTask + " -o " + html);
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto data = report_data_of(slurp(html));
+  bool shown = false;
+  for (const auto& row : data["environment"]) {
+    if (row["field"] != "method.counter_scope") continue;
+    shown = true;
+    EXPECT_EQ(row["category"], "method");
+    EXPECT_TRUE(row["differs"].get<bool>());
+    EXPECT_EQ(row["values"], nlohmann::json::array({"cgroup", "task-tree"}));
+  }
+  EXPECT_TRUE(shown) << data["environment"].dump();
+  EXPECT_EQ(data["diff"]["warnings"][0].get<std::string>().rfind("FORCED: different measuring methods", 0),
+            0u);
 }
 
 TEST(Report, OneSideHasValuesAndHistogramsButNoVerdicts) {

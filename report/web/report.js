@@ -44,6 +44,14 @@
     return v === null || v === undefined || !Number.isFinite(v) ? "n/a" : (v >= 0 ? "+" : "") + v.toFixed(1) + "%";
   }
 
+  // An effect as the diff computes it: a % ratio, or a shift in the metric's unit where a side's
+  // values are not all positive (diff/README.md).
+  function effect(v, c) {
+    if (c.effect_unit === "%" || c.effect_unit === undefined) return pct(v);
+    if (v === null || v === undefined || !Number.isFinite(v)) return "n/a";
+    return (v > 0 ? "+" : "") + withUnit(v, c.effect_unit);
+  }
+
   // The diff writes undefined numbers (an infinite MDE, say) as null.
   function fixed(v, digits) {
     return v === null || v === undefined || !Number.isFinite(v) ? "n/a" : v.toFixed(digits);
@@ -288,7 +296,9 @@
     if (!headline || c.verdict === null) return el("td", {}, "");
     let text = c.verdict;
     // As `schedlab diff` prints it (diff/text_report.cpp).
-    if (c.verdict === "inconclusive") text += " (MDE " + fixed(c.mde_pct, 1) + "%)";
+    if (c.verdict === "inconclusive") {
+      text += " (MDE " + (c.effect_unit === "%" ? fixed(c.mde_pct, 1) + "%" : effect(c.mde, c).replace(/^\+/, "")) + ")";
+    }
     if (c.verdict === "too few runs") {
       text += c.test === "mann-whitney/repetitions" ? " (one trial)" : " (min p " + fixed(c.min_p, 3) + ")";
     }
@@ -312,8 +322,9 @@
                      cvText(m.base.cv), "", "", "", "", ""], cls));
       for (const c of m.comparisons) {
         const tr = row(["", c.side, nText(c.stats), withUnit(c.stats.median, m.unit),
-                        cvText(c.stats.cv), pct(c.shift_pct),
-                        "[" + pct(c.ci_pct[0]) + ", " + pct(c.ci_pct[1]) + "]",
+                        cvText(c.stats.cv), effect(c.shift, c),
+                        // The level the interval achieves (exact rank intervals overshoot the one asked for).
+                        "[" + effect(c.ci[0], c) + ", " + effect(c.ci[1], c) + "] " + fixed(100 * c.ci_confidence, 1) + "%",
                         m.headline ? pText(c.p_value) : "", m.headline ? pText(c.p_adjusted) : ""], cls);
         tr.append(verdictCell(c, m.headline));
         tr.dataset.metric = m.name;
@@ -339,8 +350,7 @@
 
   // Metrics in view; counters (exploratory, never judged) folded away under them.
   function diffTables(diffInstance, data) {
-    const level = Math.round(100 * (1 - data.diff.options.alpha));
-    const head = ["metric (* headline)", "side", "n", "median", "CV", "change", level + "% CI", "p", "p(BH)",
+    const head = ["metric (* headline)", "side", "n", "median", "CV", "change", "CI (achieved level)", "p", "p(BH)",
                   "verdict"];
     const metrics = diffInstance.metrics.filter((m) => m.kind !== "counter");
     const counters = diffInstance.metrics.filter((m) => m.kind === "counter");
