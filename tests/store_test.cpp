@@ -1,12 +1,16 @@
 // The SQLite store on real bundles from this machine (tests/fixtures/profile: yield runs).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <thread>
 
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "daemon/store/sqlite.hpp"
 #include "daemon/store/store.hpp"
 
 namespace schedlab {
@@ -126,6 +130,38 @@ TEST_F(StoreTest, OpeningToReadCreatesNothing) {
   store_->index_bundle(files_[0], load_bundle(files_[0]));
   auto reader = open_store_to_read("sqlite://" + (dir_ / "store.db").string());
   EXPECT_EQ(reader->history("yield", "ns_per_yield", "", "").size(), 1u);
+}
+
+// #30.11: a rebuild commits batch by batch, so that another writer (the daemon ending a step) waits
+// for one batch, not the whole rebuild: a reader polling meanwhile sees the index grow in between.
+TEST_F(StoreTest, RebuildCommitsInBatchesThatAnotherConnectionSeesGrow) {
+  constexpr int kCopies = 40;  // 160 bundles: five batches
+  for (int c = 0; c < kCopies; ++c) {
+    const auto sub = dir_ / "bundles" / ("copy-" + std::to_string(c));
+    fs::create_directories(sub);
+    for (const auto& f : files_) fs::copy_file(f, sub / f.filename());
+  }
+  const int total = static_cast<int>(files_.size()) * (kCopies + 1);
+  std::atomic<bool> done{false};
+  int indexed = 0;
+  std::thread rebuild([&] {
+    std::vector<std::string> skipped;
+    indexed = store_->rebuild(dir_ / "bundles", skipped);
+    done = true;
+  });
+  sql::Database reader(dir_ / "store.db");
+  std::set<int> seen;
+  while (!done) {
+    sql::Statement q(reader, "SELECT count(*) FROM bundles");
+    q.step();
+    seen.insert(static_cast<int>(q.integer(0)));
+  }
+  rebuild.join();
+  EXPECT_EQ(indexed, total);
+  std::set<int> partial;
+  for (int n : seen)
+    if (n > 0 && n < total) partial.insert(n);
+  EXPECT_FALSE(partial.empty()) << "the index went from empty to complete in one transaction";
 }
 
 TEST_F(StoreTest, AStepIsRecordedOnceAndACrashBeforeCommitLeavesItRunning) {
