@@ -477,19 +477,17 @@ TEST(KernbenchRun, PolicyAndNiceReachTheBuild) {
   EXPECT_FALSE(fs::exists(tree / "seen.txt"));  // the user's tree is untouched
 }
 
-// Processes whose command line or working directory mentions `path`.
+// This test's descendants whose command line or working directory mentions `path`.
 std::vector<std::string> processes_using(const fs::path& path) {
   std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& proc : fs::directory_iterator("/proc", ec)) {
-    const auto name = proc.path().filename().string();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    auto cmdline = testing::slurp(proc.path() / "cmdline");
+  for (const pid_t pid : testing::descendant_pids()) {
+    const fs::path proc = "/proc/" + std::to_string(pid);
+    auto cmdline = testing::slurp(proc / "cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     std::error_code link_ec;
-    const auto cwd = fs::read_symlink(proc.path() / "cwd", link_ec).string();
+    const auto cwd = fs::read_symlink(proc / "cwd", link_ec).string();
     if (cmdline.find(path.string()) != std::string::npos || cwd.rfind(path.string(), 0) == 0)
-      if (testing::process_alive(std::stoi(name))) found.push_back(name + ": " + cmdline);
+      if (testing::process_alive(pid)) found.push_back(std::to_string(pid) + ": " + cmdline);
   }
   return found;
 }

@@ -38,15 +38,12 @@ inline void expect_bad_input(const std::string& args, const std::string& message
   EXPECT_TRUE(files_in(out).empty()) << "something was written for: " << args;
 }
 
-// The pid of a process whose command name (/proc/PID/comm) is `comm`, or -1.
+// The pid of a descendant of this test whose command name (/proc/PID/comm) is `comm`, or -1.
 inline pid_t find_process(const std::string& comm) {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const auto name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto text = slurp(e.path() / "comm");
+  for (const pid_t pid : descendant_pids()) {
+    auto text = slurp("/proc/" + std::to_string(pid) + "/comm");
     if (!text.empty() && text.back() == '\n') text.pop_back();
-    if (text == comm && process_alive(std::stoi(name))) return std::stoi(name);
+    if (text == comm && process_alive(pid)) return pid;
   }
   return -1;
 }
