@@ -135,7 +135,11 @@ TEST_F(StoreTest, OpeningToReadCreatesNothing) {
 // #30.11: a rebuild commits batch by batch, so that another writer (the daemon ending a step) waits
 // for one batch, not the whole rebuild: a reader polling meanwhile sees the index grow in between.
 TEST_F(StoreTest, RebuildCommitsInBatchesThatAnotherConnectionSeesGrow) {
-  constexpr int kCopies = 40;  // 160 bundles: five batches
+#if defined(__SANITIZE_ADDRESS__)
+  // 11 s of JSON parsing under ASan; the rebuild's code runs under it in the test above.
+  GTEST_SKIP() << "the Release build runs it";
+#endif
+  constexpr int kCopies = 10;  // 44 bundles: two batches
   for (int c = 0; c < kCopies; ++c) {
     const auto sub = dir_ / "bundles" / ("copy-" + std::to_string(c));
     fs::create_directories(sub);
