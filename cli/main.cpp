@@ -84,13 +84,13 @@ RunPlan make_plan(const RunArgs& a) {
     plan.smoke = true;
   } else {
     for (const auto& w : a.workloads) plan.instances.push_back({w, w, {}});
-    if (!a.instance_id.empty()) {
-      if (plan.instances.size() != 1)
-        throw InputError("--instance-id " + a.instance_id + ": names one instance; give one --workload");
-      plan.instances[0].id = a.instance_id;
-    }
     plan.repetitions = a.repetitions_given ? a.repetitions : 9;
     plan.smoke = plan.repetitions < 5;
+  }
+  if (!a.instance_id.empty()) {
+    if (a.workloads.size() != 1)
+      throw InputError("--instance-id " + a.instance_id + ": names one instance; give one --workload");
+    plan.instances[0].id = a.instance_id;
   }
   std::map<std::string, std::string> given;  // WORKLOAD.KEY -> the --param that set it
   for (const auto& text : a.params) {

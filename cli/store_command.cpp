@@ -61,7 +61,8 @@ void check_history_names(Store& store, const std::string& workload, const std::s
   for (const auto& p : store.history(workload, metric, kernel, ""))
     known.insert(p.instance_id + " (params " + p.params_hash + ")");
   throw InputError("--instance " + instance + ": no instance of " + workload + " with " + metric +
-                   (kernel.empty() ? "" : " on " + kernel) + " in " + url + " has that id or params hash (known: " +
+                   (kernel.empty() ? "" : " on " + kernel) + " in " + url +
+                   " has that id or params hash (known: " +
                    (known.empty() ? "none" : joined({known.begin(), known.end()})) + ")");
 }
 

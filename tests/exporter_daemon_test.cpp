@@ -52,13 +52,16 @@ std::string store_url(const fs::path& dir) {
   return "sqlite://" + (dir / "store.db").string();
 }
 
-// The recorded steps' bundles of the store's last run, by instance id.
-std::map<std::string, Bundle> recorded_bundles(const fs::path& dir) {
+// The recorded steps' bundles of a run (0: the store's last), by instance id.
+std::map<std::string, Bundle> recorded_bundles(const fs::path& dir, std::int64_t run_id = 0) {
   auto store = open_store(store_url(dir));
-  auto run = store->last_run("sweep");
   std::map<std::string, Bundle> out;
-  if (!run) return out;
-  for (const auto& [key, step] : store->steps(run->id)) {
+  if (run_id == 0) {
+    auto run = store->last_run("sweep");
+    if (!run) return out;
+    run_id = run->id;
+  }
+  for (const auto& [key, step] : store->steps(run_id)) {
     if (step.bundle_path.empty()) continue;
     auto b = load_bundle(step.bundle_path);
     for (const auto& in : b.instances) out.emplace(in.id, b);
@@ -184,8 +187,9 @@ TEST(ExporterDaemon, AnInstanceRemovedFromTheCampaignLeavesMetrics) {
            {"[1, 2]", {"yield.threads=1", "yield.threads=2"}}, {"[1]", {"yield.threads=1"}}}) {
     const int port = testing::free_port();
     std::ofstream(dir / "serve.toml") << sweep_campaign(dir, "2001-01-01 00:00:00", listen_on(port), threads);
-    DaemonProcess serve(dir / "serve.toml", dir / "serve.log");
-    ASSERT_TRUE(serve.wait_for_log("the schedule has no further elapse", 1, 20)) << serve.log_text();
+    // A log of its own: the line waited for must be this daemon's.
+    DaemonProcess serve(dir / "serve.toml", dir / ("serve-" + std::to_string(port) + ".log"));
+    ASSERT_TRUE(serve.wait_for_log("the schedule has no further elapse", 1, 60)) << serve.log_text();
     std::set<std::string> ids;
     for (const auto& s :
          find_samples(scrape_when_up(port, serve), "schedlab_repetitions", {{"status", "ok"}}))
@@ -206,7 +210,7 @@ TEST(ExporterDaemon, PlanStepsFromStartUp) {
   auto check = testing::schedlab("campaign check " + (dir / "idle.toml").string());
   ASSERT_EQ(check.code, 0) << check.out;
   DaemonProcess d(dir / "idle.toml", dir / "idle.log");
-  ASSERT_TRUE(d.wait_for_log("the schedule has no further elapse", 1, 20)) << d.log_text();
+  ASSERT_TRUE(d.wait_for_log("the schedule has no further elapse", 1, 60)) << d.log_text();
   const auto samples = scrape_when_up(port, d);
   ASSERT_EQ(find_samples(samples, "schedlab_daemon_plan_steps").size(), 1u) << d.log_text();
   EXPECT_EQ(find_samples(samples, "schedlab_daemon_plan_steps")[0].value, 2);
@@ -247,8 +251,8 @@ TEST(ExporterDaemon, PublishErrorIsLoggedCountedAndSurvived) {
   const int port = testing::free_port();
   std::ofstream(dir / "every5s.toml") << sweep_campaign(dir, "*:*:0/5", listen_on(port));
   DaemonProcess d(dir / "every5s.toml", dir / "d.log", "publish-error");
-  ASSERT_TRUE(d.wait_for_log("recorded, but not published", 2, 40)) << d.log_text();
-  ASSERT_TRUE(d.wait_for_log("next run at", 1, 20)) << d.log_text();
+  ASSERT_TRUE(d.wait_for_log("recorded, but not published", 2, 90)) << d.log_text();
+  ASSERT_TRUE(d.wait_for_log("run 1 finished", 1, 60)) << d.log_text();
   ASSERT_FALSE(d.exited()) << d.log_text();
   const auto samples = scrape_when_up(port, d);
   EXPECT_GE(find_samples(samples, "schedlab_exporter_errors_total", {{"operation", "publish"}}).at(0).value,
@@ -256,9 +260,30 @@ TEST(ExporterDaemon, PublishErrorIsLoggedCountedAndSurvived) {
   EXPECT_GE(find_samples(samples, "schedlab_steps_finished_total").at(0).value, 2);
   EXPECT_EQ(find_samples(samples, "schedlab_steps_failed_total").at(0).value, 0);
   // Both steps recorded in the store: nothing lost but their series.
-  EXPECT_EQ(recorded_bundles(dir).size(), 2u);
+  EXPECT_EQ(recorded_bundles(dir, 1).size(), 2u);
   d.terminate();
   EXPECT_EQ(d.wait(), 0) << d.log_text();
+}
+
+// The option the daemon names its steps' instances with: one --workload, a sweep appending its values.
+TEST(RunInstanceId, NamesTheOneInstanceAndASweepAppendsItsValues) {
+  testing::TempDir tmp;
+  for (const char* bad : {"--instance-id x", "--workload yield,wakeup --instance-id x"}) {
+    auto o = testing::schedlab(std::string("run ") + bad + " --out " + tmp.path().string());
+    EXPECT_EQ(o.code, 2) << bad << "\n" << o.out;
+    EXPECT_NE(o.out.find("--instance-id x: names one instance"), std::string::npos) << o.out;
+  }
+  EXPECT_TRUE(testing::files_in(tmp.path()).empty());
+  auto o = testing::schedlab(
+      "run --workload yield --instance-id mine --param yield.yields=20000 --param "
+      "'yield.threads=[1,2]' --repetitions 1 --no-counters --settle-timeout 0 --out " +
+      tmp.path().string());
+  ASSERT_EQ(o.code, 0) << o.out;
+  const auto files = testing::files_in(tmp.path());
+  ASSERT_EQ(files.size(), 1u) << o.out;
+  std::set<std::string> ids;
+  for (const auto& in : load_bundle(files[0]).instances) ids.insert(in.id);
+  EXPECT_EQ(ids, (std::set<std::string>{"mine.threads=1", "mine.threads=2"}));
 }
 
 // #28 item 7: history is a reader. A missing store is "no store at PATH" (exit 2) and nothing is
