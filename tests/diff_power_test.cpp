@@ -87,7 +87,7 @@ Tally interleaved_diffs(const Fixture& f, std::size_t n, double shift) {
       while (f.trials[start].batch != next_batch) ++start;
       continue;
     }
-    Side base{"even", "even", {}}, other{"odd", "odd", {}};
+    Side base{"even", "even", {}, {}}, other{"odd", "odd", {}, {}};
     for (std::size_t i = start; i < end; i += 2) {
       base.bundles.push_back(trial_bundle(f, f.trials[i], 1.0));
       other.bundles.push_back(trial_bundle(f, f.trials[i + 1], 1.0 + shift));
@@ -212,7 +212,7 @@ TEST_P(PrintedMde, HasEightyPercentPowerOnRealPairs) {
     std::vector<bool> swapped(c.pairs);
     for (std::size_t k = 0; k < c.pairs; ++k) swapped[k] = (rng() & 1) != 0;
     auto sides = [&](double factor) {
-      Side base{"base", "base", {}}, other{"other", "other", {}};
+      Side base{"base", "base", {}, {}}, other{"other", "other", {}, {}};
       for (std::size_t k = 0; k < chosen.size(); ++k) {
         auto [a, b] = population[chosen[k]];
         if (swapped[k]) std::swap(a, b);
