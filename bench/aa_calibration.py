@@ -17,6 +17,7 @@ The two-instance campaign (issue #29): `--campaign TRIALS` runs yield with a two
 trials numbered by pair), and reports the rate of better/worse verdicts among the headline comparisons
 of disjoint windows of 6, 9 and 12 pairs, with the test each got. Needs no scipy.
     bench/aa_calibration.py --campaign TRIALS [SCHEDLAB]
+    bench/aa_calibration.py --campaign-dir RUN_DIR [SCHEDLAB]   # the same on bundles of such a run
 """
 import copy, glob, json, os, random, shutil, subprocess, sys, tempfile
 
@@ -24,18 +25,22 @@ aa_dir = sys.argv[1]
 schedlab = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
 
 
-def campaign(trials):
+def campaign(trials, runs=None):
     rng = random.Random(29)
     with tempfile.TemporaryDirectory() as tmp:
-        runs = os.path.join(tmp, "runs")
-        cmd = [schedlab, "run", "--workload", "yield", "--param", "yield.yields=20000", "--param",
-               "yield.threads=[1,2]", "--repetitions", "3", "--trials", str(trials), "--no-counters",
-               "--seed", "29", "--settle-timeout", "0", "--out", runs]
-        print("$ " + " ".join(cmd), flush=True)
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"aa_calibration: schedlab run failed: {out.stdout[-2000:]}{out.stderr[-2000:]}")
+        if runs is None:
+            runs = os.path.join(tmp, "runs")
+            cmd = [schedlab, "run", "--workload", "yield", "--param", "yield.yields=20000", "--param",
+                   "yield.threads=[1,2]", "--repetitions", "3", "--trials", str(trials), "--no-counters",
+                   "--seed", "29", "--settle-timeout", "0", "--out", runs]
+            print("$ " + " ".join(cmd), flush=True)
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"aa_calibration: schedlab run failed: {out.stdout[-2000:]}{out.stderr[-2000:]}")
         bundles = sorted((json.load(open(f)) for f in glob.glob(os.path.join(runs, "*.json"))), key=lambda b: b["trial"])
+        # An interrupted run's last trial may be short: keep the whole ones.
+        shape = lambda b: [len(i["repetitions"]) for i in sorted(b["instances"], key=lambda i: i["id"])]
+        bundles = [b for b in bundles if shape(b) == shape(bundles[0])]
         print(f"{len(bundles)} real trials of {len(bundles[0]['instances'])} instances, "
               f"{bundles[0]['started_at']} .. {bundles[-1]['started_at']}")
         for n in (6, 9, 12):
@@ -79,9 +84,12 @@ def campaign(trials):
                   f"{false}/{total} ({100 * false / max(total, 1):.1f}%), tests {tests}")
 
 
-if aa_dir == "--campaign":
+if aa_dir in ("--campaign", "--campaign-dir"):
     schedlab = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
-    campaign(int(sys.argv[2]))
+    if aa_dir == "--campaign":
+        campaign(int(sys.argv[2]))
+    else:
+        campaign(0, sys.argv[2])
     sys.exit(0)
 
 from scipy import stats  # only the batch analysis needs it
