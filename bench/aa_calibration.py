@@ -10,12 +10,89 @@ For each: the rate of better/worse verdicts (false: nothing changed), a Kolmogor
 headline p-values against uniform, the rates of the other verdicts, the median minimum detectable
 effect, and the detection rate of +2/3/5/10% shifts injected into the other side's headline metrics.
     bench/aa_calibration.py AA_DIR [SCHEDLAB]
+
+The two-instance campaign (issue #29): `--campaign TRIALS` runs yield with a two-instance sweep
+(threads 1 and 2) for TRIALS real trials, cuts every trial into the bundles a campaign's steps write
+(one instance each: A_x A_y B_x B_y ..., each pair's order a seeded coin flip AB or BA, both sides'
+trials numbered by pair), and reports the rate of better/worse verdicts among the headline comparisons
+of disjoint windows of 6, 9 and 12 pairs, with the test each got. Needs no scipy.
+    bench/aa_calibration.py --campaign TRIALS [SCHEDLAB]
+    bench/aa_calibration.py --campaign-dir RUN_DIR [SCHEDLAB]   # the same on bundles of such a run
 """
-import copy, glob, json, os, shutil, subprocess, sys, tempfile
-from scipy import stats
+import copy, glob, json, os, random, shutil, subprocess, sys, tempfile
 
 aa_dir = sys.argv[1]
 schedlab = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
+
+
+def campaign(trials, runs=None):
+    rng = random.Random(29)
+    with tempfile.TemporaryDirectory() as tmp:
+        if runs is None:
+            runs = os.path.join(tmp, "runs")
+            cmd = [schedlab, "run", "--workload", "yield", "--param", "yield.yields=20000", "--param",
+                   "yield.threads=[1,2]", "--repetitions", "3", "--trials", str(trials), "--no-counters",
+                   "--seed", "29", "--settle-timeout", "0", "--out", runs]
+            print("$ " + " ".join(cmd), flush=True)
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"aa_calibration: schedlab run failed: {out.stdout[-2000:]}{out.stderr[-2000:]}")
+        bundles = sorted((json.load(open(f)) for f in glob.glob(os.path.join(runs, "*.json"))), key=lambda b: b["trial"])
+        # An interrupted run's last trial may be short: keep the whole ones.
+        shape = lambda b: [len(i["repetitions"]) for i in sorted(b["instances"], key=lambda i: i["id"])]
+        bundles = [b for b in bundles if shape(b) == shape(bundles[0])]
+        print(f"{len(bundles)} real trials of {len(bundles[0]['instances'])} instances, "
+              f"{bundles[0]['started_at']} .. {bundles[-1]['started_at']}")
+        for n in (6, 9, 12):
+            false = total = 0
+            tests = {}
+            for start in range(0, len(bundles) - 2 * n + 1, 2 * n):
+                window = bundles[start:start + 2 * n]
+                sides = {"a": [], "b": []}
+                step = 0
+                for k in range(n):
+                    order = ("a", "b") if rng.random() < 0.5 else ("b", "a")
+                    for side, trial in zip(order, window[2 * k:2 * k + 2]):
+                        for inst in sorted(trial["instances"], key=lambda i: i["id"]):
+                            b = copy.deepcopy(trial)
+                            b["instances"] = [inst]
+                            b["trial"] = k
+                            b["started_at"] = f"2026-01-01T00:00:{step:06d}Z"
+                            step += 1
+                            sides[side].append(b)
+                dirs = []
+                for side, steps in sides.items():
+                    d = os.path.join(tmp, f"side-{side}")
+                    shutil.rmtree(d, ignore_errors=True)
+                    os.makedirs(d)
+                    for i, b in enumerate(steps):
+                        with open(os.path.join(d, f"step{i:04d}.json"), "w") as f:
+                            json.dump(b, f)
+                    dirs.append(d)
+                res = subprocess.run([schedlab, "diff", "--json"] + dirs, capture_output=True, text=True)
+                if res.returncode != 0:
+                    sys.exit(f"aa_calibration: schedlab diff failed: {res.stdout}{res.stderr}")
+                for inst in json.loads(res.stdout)["instances"]:
+                    for m in inst["metrics"]:
+                        if not m["headline"]:
+                            continue
+                        c = m["comparisons"][0]
+                        total += 1
+                        false += c["verdict"].split(" ")[0] in ("better", "worse")
+                        tests[c["test"]] = tests.get(c["test"], 0) + 1
+            print(f"n={n} pairs: {total} headline comparisons in {total // 2} A/A diffs, false better/worse "
+                  f"{false}/{total} ({100 * false / max(total, 1):.1f}%), tests {tests}")
+
+
+if aa_dir in ("--campaign", "--campaign-dir"):
+    schedlab = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
+    if aa_dir == "--campaign":
+        campaign(int(sys.argv[2]))
+    else:
+        campaign(0, sys.argv[2])
+    sys.exit(0)
+
+from scipy import stats  # only the batch analysis needs it
 SHIFTS = (0.02, 0.03, 0.05, 0.10)
 NS = (5, 9, 30)
 

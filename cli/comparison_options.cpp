@@ -7,8 +7,13 @@ namespace schedlab {
 
 void ComparisonOptions::add_to(CLI::App& command) {
   command.add_option("--alpha", alpha, "Significance level after Benjamini-Hochberg")->default_val(0.05);
-  command.add_option("--min-effect", min_effect_pct, "Equivalence margin, percent (TOST)")->default_val(2.0);
-  command.add_flag("--force", force, "Compare across hardware fingerprints or workload versions");
+  command
+      .add_option("--min-effect", min_effect_pct,
+                  "Margin, percent: better/worse need the interval beyond it, equivalent (TOST) the 1-2alpha "
+                  "interval inside it")
+      ->default_val(2.0);
+  command.add_flag("--force", force,
+                   "Compare across hardware fingerprints, workload versions or measuring methods");
   command.add_option("--store", store, "Directory of bundles that labels and hashes are looked up in")
       ->default_val("results");
 }

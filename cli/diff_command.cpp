@@ -21,7 +21,9 @@ DiffCommand::DiffCommand(CLI::App& app) {
       ->expected(2, -1);
   command_->add_flag("--json", json_, "Machine-readable output (schema schedlab.diff/1, see README)");
   comparison_.add_to(*command_);
-  command_->add_option("--fail-on", fail_on_, "worse: exit 3 when a headline verdict is `worse`")
+  command_
+      ->add_option("--fail-on", fail_on_,
+                   "worse: exit 3 on a headline verdict `worse` or a significant rise in failures")
       ->check(CLI::IsMember({"worse"}));
   command_
       ->add_option("--profile-lines", profile_lines_,

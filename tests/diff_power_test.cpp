@@ -200,7 +200,7 @@ TEST_P(PrintedMde, HasEightyPercentPowerOnRealPairs) {
     if (f.trials[i].batch == f.trials[i + 1].batch) population.emplace_back(f.trials[i], f.trials[i + 1]);
   }
   ASSERT_GE(population.size(), 4 * c.pairs);
-  constexpr int kDiffs = 400;
+  constexpr int kDiffs = 800;
   std::mt19937_64 rng(29);
   int detected = 0, finite = 0;
   std::vector<double> mdes;

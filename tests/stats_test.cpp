@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <limits>
 #include <numbers>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "stats/multiple.hpp"
 #include "stats/parametric.hpp"
+#include "stats/power.hpp"
 #include "stats/rank_tests.hpp"
 
 namespace schedlab::stats {
@@ -720,6 +722,76 @@ TEST(StatsMannKendall, DegenerateInput) {
               mann_kendall(std::vector<double>{1, std::nan(""), 3});
             }).find("NaN"),
             std::string::npos);
+}
+
+// R: t.test(1:5)$p.value = 0.01324. The paired design's secondary test.
+TEST(StatsPairedT, MatchesR) {
+  const std::vector<double> d{1, 2, 3, 4, 5};
+  const auto r = paired_t(d, 0.95);
+  EXPECT_NEAR(r.t, 4.242640687119285, 1e-12);
+  EXPECT_DOUBLE_EQ(r.df, 4);
+  EXPECT_NEAR(r.p_value, 0.01324, 1e-5);
+  EXPECT_NEAR(r.lower, 1.036757, 1e-6);  // R's 95 percent confidence interval: 1.036757 4.963243
+  EXPECT_DOUBLE_EQ(paired_t(std::vector<double>{2, 2, 2}, 0.95).p_value, 0);
+  EXPECT_DOUBLE_EQ(paired_t(std::vector<double>{0, 0}, 0.95).p_value, 1);
+}
+
+// The MDE's shortcut (critical values of the statistic and of the interval's bound) against the real
+// test and interval functions on fresh draws: at the returned shift, the signed-rank test rejects
+// upwards at `level` and the Hodges-Lehmann interval clears the margin in 80% of samples.
+TEST(StatsPower, SignedRankShiftHasTheTargetPowerForTheRealTestAndInterval) {
+  for (std::size_t n : {6, 9, 12}) {
+    const PowerTarget target{0.05, 0.95, 0.02, 0.8};
+    const double sd = 0.1;
+    const double shift = signed_rank_detectable_shift(n, sd, target);
+    ASSERT_TRUE(std::isfinite(shift)) << n;
+    std::mt19937_64 rng(n * 1000 + 7);
+    std::normal_distribution<double> z;
+    int hits = 0;
+    constexpr int kSamples = 1500;
+    for (int s = 0; s < kSamples; ++s) {
+      std::vector<double> d(n);
+      for (auto& v : d) v = shift + sd * z(rng);
+      const bool up =
+          wilcoxon_signed_rank(d).p_value < target.level && hodges_lehmann_paired(d, 0.5).estimate > 0;
+      hits += up && hodges_lehmann_paired(d, target.confidence).lower > target.margin;
+    }
+    EXPECT_NEAR(static_cast<double>(hits) / kSamples, 0.8, 0.04) << n << " pairs, shift " << shift;
+  }
+}
+
+TEST(StatsPower, RankSumShiftHasTheTargetPowerForTheRealTestAndInterval) {
+  for (std::size_t n : {5, 8}) {
+    const PowerTarget target{0.05, 0.95, 0.0, 0.8};
+    const double shift = rank_sum_detectable_shift(n, 1.0, n, 2.0, target);
+    ASSERT_TRUE(std::isfinite(shift)) << n;
+    std::mt19937_64 rng(n * 1000 + 11);
+    std::normal_distribution<double> z;
+    int hits = 0;
+    constexpr int kSamples = 1500;
+    for (int s = 0; s < kSamples; ++s) {
+      std::vector<double> x(n), y(n);
+      for (auto& v : x) v = z(rng);
+      for (auto& v : y) v = shift + 2.0 * z(rng);
+      hits += mann_whitney(x, y).p_value < target.level && hodges_lehmann(x, y, target.confidence).lower > 0;
+    }
+    EXPECT_NEAR(static_cast<double>(hits) / kSamples, 0.8, 0.04) << n << " a side, shift " << shift;
+  }
+}
+
+TEST(StatsPower, UnreachableLevelsNoSpreadAndMoreData) {
+  const PowerTarget target{0.05, 0.95, 0.02, 0.8};
+  // 5 pairs reach p = 2/32 at best: no shift is detectable at 0.05.
+  EXPECT_TRUE(std::isinf(signed_rank_detectable_shift(5, 1.0, target)));
+  EXPECT_TRUE(std::isinf(rank_sum_detectable_shift(3, 1.0, 3, 1.0, target)));
+  EXPECT_DOUBLE_EQ(signed_rank_detectable_shift(8, 0.0, target), 0.02);  // no spread: the margin
+  const double at_6 = signed_rank_detectable_shift(6, 1.0, target),
+               at_12 = signed_rank_detectable_shift(12, 1.0, target);
+  EXPECT_LT(at_12, at_6);
+  // A lower level (a larger BH family) costs power.
+  EXPECT_GT(signed_rank_detectable_shift(12, 1.0, {0.025, 0.95, 0.02, 0.8}), at_12);
+  EXPECT_THROW(signed_rank_detectable_shift(6, -1.0, target), std::invalid_argument);
+  EXPECT_THROW(signed_rank_detectable_shift(6, 1.0, {0.0, 0.95, 0.02, 0.8}), std::invalid_argument);
 }
 
 }  // namespace

@@ -302,7 +302,8 @@
     if (c.verdict === "too few runs") {
       text += c.test === "mann-whitney/repetitions" ? " (one trial)" : " (min p " + fixed(c.min_p, 3) + ")";
     }
-    const cls = "verdict verdict-" + c.verdict.split(" ")[0];
+    // `worse (not beyond ±2%)`: significant but inside the margin, shown apart from a plain `worse`.
+    const cls = "verdict verdict-" + (c.verdict.includes("(not beyond") ? "qualified" : c.verdict.split(" ")[0]);
     const cell = el("td", { class: cls, "data-verdict": c.verdict }, text);
     if (c.verdict_reason) cell.title = c.verdict_reason;
     return cell;
