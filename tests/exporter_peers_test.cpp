@@ -29,6 +29,14 @@ ExporterSettings local_settings() {
   return s;
 }
 
+// An exporter that only pushes, to `gateway`.
+ExporterSettings push_only_settings(const testing::Pushgateway& gateway) {
+  ExporterSettings s = local_settings();
+  s.listen = "";
+  s.pushgateway = gateway.url();
+  return s;
+}
+
 #define REQUIRE_BINARY(path) \
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not installed (ci/setup installs it)"
 
@@ -103,10 +111,7 @@ TEST(ExporterPeers, PushgatewayReceivesThePush) {
   REQUIRE_BINARY(testing::kPushgatewayBinary);
   testing::Pushgateway gateway;
   ASSERT_TRUE(gateway.wait_ready()) << gateway.log();
-  ExporterSettings s = local_settings();
-  s.listen = "";
-  s.pushgateway = gateway.url();
-  Exporter e(s);
+  Exporter e(push_only_settings(gateway));
   const Bundle b = load_bundle(kBundle);
   // A '/' in the configuration needs the Pushgateway's base64 spelling of the grouping key.
   for (const char* c : {"6.12-eevdf", "t1/running"}) {
@@ -138,9 +143,7 @@ TEST(ExporterPeers, PushReplacesTheGroupAndDeletesEvictedConfigurations) {
   REQUIRE_BINARY(testing::kPushgatewayBinary);
   testing::Pushgateway gateway;
   ASSERT_TRUE(gateway.wait_ready()) << gateway.log();
-  ExporterSettings s = local_settings();
-  s.listen = "";
-  s.pushgateway = gateway.url();
+  ExporterSettings s = push_only_settings(gateway);
   s.configurations_per_host = 1;
   Exporter e(s);
   auto on_gateway = [&](const std::string& family, const std::map<std::string, std::string>& match) {
