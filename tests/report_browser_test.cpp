@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -327,6 +328,27 @@ TEST_F(ReportBrowser, TwoSidesChartsPlotTheBundlesValuesAndTheTablesTheDiffsVerd
     shown.push_back(v["instance"].get<std::string>() + " " + v["metric"].get<std::string>() + " " +
                     (v["verdict"].is_null() ? "-" : v["verdict"].get<std::string>()));
   EXPECT_EQ(shown, verdicts_of(json::parse(diff.out), "counters-per-task"));
+
+  // #28.4: the interval column gives the level each interval achieves (exact rank intervals reach
+  // more than the one asked for; 2 trials a side reach 66.7% or 100%), as diff --json's
+  // ci_confidence has it, not a "95% CI" heading.
+  ASSERT_GT(page["diff_heads"].size(), 6u) << page["diff_heads"].dump();
+  EXPECT_EQ(page["diff_heads"][6], "CI (achieved level)");
+  std::vector<std::string> levels_shown, levels_computed;
+  for (const auto& v : page["verdicts"]) {
+    const auto text = v["interval"].get<std::string>();
+    levels_shown.push_back(text.substr(text.rfind(' ') + 1));
+  }
+  const auto diff_json = json::parse(diff.out);
+  for (const auto& in : diff_json["instances"])
+    for (const auto& m : in["metrics"])
+      for (const auto& c : m["comparisons"])
+        if (c["side"] == "counters-per-task") {
+          char level[16];
+          std::snprintf(level, sizeof level, "%.1f%%", 100 * c["ci_confidence"].get<double>());
+          levels_computed.push_back(level);
+        }
+  EXPECT_EQ(levels_shown, levels_computed);
 }
 
 TEST_F(ReportBrowser, OneSideDrawsLatencyHistogramsAndPercentilesAndKeepsHostileTextAsText) {

@@ -51,12 +51,14 @@ async function readPage(context, report, screenshot) {
     const verdicts = [...document.querySelectorAll("table.diff tr[data-metric]")].map((tr) => {
       const cell = tr.querySelector("td.verdict");
       return { instance: tr.closest("section").dataset.key, metric: tr.dataset.metric, side: tr.dataset.side,
-               verdict: cell ? cell.dataset.verdict : null };
+               verdict: cell ? cell.dataset.verdict : null,
+               interval: tr.children[6] ? tr.children[6].textContent : null };
     });
     return {
       rendered: document.body.dataset.rendered, title: document.title,
       heading: (document.querySelector("h1") || {}).textContent || "",
       chart_boxes: document.querySelectorAll("div.chart").length,
+      diff_heads: [...document.querySelectorAll("table.diff thead th")].map((th) => th.textContent),
       differing_environment_rows: document.querySelectorAll("table.environment tr.differs").length,
       injected: window.__schedlabInjected !== undefined, charts, verdicts,
     };

@@ -325,7 +325,8 @@
         const tr = row(["", c.side, nText(c.stats), withUnit(c.stats.median, m.unit),
                         cvText(c.stats.cv), effect(c.shift, c),
                         // The level the interval achieves (exact rank intervals overshoot the one asked for).
-                        "[" + effect(c.ci[0], c) + ", " + effect(c.ci[1], c) + "] " + fixed(100 * c.ci_confidence, 1) + "%",
+                        "[" + effect(c.ci[0], c) + ", " + effect(c.ci[1], c) + "]" +
+                          (Number.isFinite(c.ci_confidence) ? " " + fixed(100 * c.ci_confidence, 1) + "%" : ""),
                         m.headline ? pText(c.p_value) : "", m.headline ? pText(c.p_adjusted) : ""], cls);
         tr.append(verdictCell(c, m.headline));
         tr.dataset.metric = m.name;
