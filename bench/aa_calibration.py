@@ -18,11 +18,75 @@ trials numbered by pair), and reports the rate of better/worse verdicts among th
 of disjoint windows of 6, 9 and 12 pairs, with the test each got. Needs no scipy.
     bench/aa_calibration.py --campaign TRIALS [SCHEDLAB]
     bench/aa_calibration.py --campaign-dir RUN_DIR [SCHEDLAB]   # the same on bundles of such a run
+The same on a real daemon campaign's run (configurations = ["running"], a two-instance sweep, many
+trials; bench/aa_daemon.toml): its step bundles as the daemon wrote them, pair k the trials 2k+1 and
+2k+2, which of them is A a seeded coin flip.
+    bench/aa_calibration.py --daemon-run OUTPUT/CAMPAIGN/run-N-... [SCHEDLAB]
 """
-import copy, glob, json, os, random, shutil, subprocess, sys, tempfile
+import copy, glob, json, os, random, re, shutil, subprocess, sys, tempfile
 
 aa_dir = sys.argv[1]
 schedlab = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
+
+
+def split_into_steps(trials, rng):
+    """Pairs of real trials cut into the bundles a campaign's steps write: one instance each, A_x A_y B_x
+    B_y ..., each pair's order a coin flip, both sides' trials numbered by pair."""
+    sides = {"a": [], "b": []}
+    step = 0
+    for k in range(len(trials) // 2):
+        order = ("a", "b") if rng.random() < 0.5 else ("b", "a")
+        for side, trial in zip(order, trials[2 * k:2 * k + 2]):
+            for inst in sorted(trial["instances"], key=lambda i: i["id"]):
+                b = copy.deepcopy(trial)
+                b["instances"] = [inst]
+                b["trial"] = k
+                b["started_at"] = f"2026-01-01T00:00:{step:06d}Z"
+                step += 1
+                sides[side].append(b)
+    return sides
+
+
+def daemon_steps(trials, rng):
+    """A real daemon campaign's trials, each a list of its steps' bundles as the daemon wrote them: pair k is
+    trials 2k and 2k+1, which of them is A a coin flip (the design's randomized order)."""
+    sides = {"a": [], "b": []}
+    for k in range(len(trials) // 2):
+        order = ("a", "b") if rng.random() < 0.5 else ("b", "a")
+        for side, steps in zip(order, trials[2 * k:2 * k + 2]):
+            sides[side].extend(steps)
+    return sides
+
+
+def calibrate(trials, to_sides, tmp, rng):
+    """False better/worse among the headline comparisons of disjoint windows of 6, 9 and 12 pairs."""
+    for n in (6, 9, 12):
+        false = total = 0
+        tests = {}
+        for start in range(0, len(trials) - 2 * n + 1, 2 * n):
+            sides = to_sides(trials[start:start + 2 * n], rng)
+            dirs = []
+            for side, steps in sides.items():
+                d = os.path.join(tmp, f"side-{side}")
+                shutil.rmtree(d, ignore_errors=True)
+                os.makedirs(d)
+                for i, b in enumerate(steps):
+                    with open(os.path.join(d, f"step{i:04d}.json"), "w") as f:
+                        json.dump(b, f)
+                dirs.append(d)
+            res = subprocess.run([schedlab, "diff", "--json"] + dirs, capture_output=True, text=True)
+            if res.returncode != 0:
+                sys.exit(f"aa_calibration: schedlab diff failed: {res.stdout}{res.stderr}")
+            for inst in json.loads(res.stdout)["instances"]:
+                for m in inst["metrics"]:
+                    if not m["headline"]:
+                        continue
+                    c = m["comparisons"][0]
+                    total += 1
+                    false += c["verdict"].split(" ")[0] in ("better", "worse")
+                    tests[c["test"]] = tests.get(c["test"], 0) + 1
+        print(f"n={n} pairs: {total} headline comparisons in {total // 2} A/A diffs, false better/worse "
+              f"{false}/{total} ({100 * false / max(total, 1):.1f}%), tests {tests}")
 
 
 def campaign(trials, runs=None):
@@ -43,53 +107,37 @@ def campaign(trials, runs=None):
         bundles = [b for b in bundles if shape(b) == shape(bundles[0])]
         print(f"{len(bundles)} real trials of {len(bundles[0]['instances'])} instances, "
               f"{bundles[0]['started_at']} .. {bundles[-1]['started_at']}")
-        for n in (6, 9, 12):
-            false = total = 0
-            tests = {}
-            for start in range(0, len(bundles) - 2 * n + 1, 2 * n):
-                window = bundles[start:start + 2 * n]
-                sides = {"a": [], "b": []}
-                step = 0
-                for k in range(n):
-                    order = ("a", "b") if rng.random() < 0.5 else ("b", "a")
-                    for side, trial in zip(order, window[2 * k:2 * k + 2]):
-                        for inst in sorted(trial["instances"], key=lambda i: i["id"]):
-                            b = copy.deepcopy(trial)
-                            b["instances"] = [inst]
-                            b["trial"] = k
-                            b["started_at"] = f"2026-01-01T00:00:{step:06d}Z"
-                            step += 1
-                            sides[side].append(b)
-                dirs = []
-                for side, steps in sides.items():
-                    d = os.path.join(tmp, f"side-{side}")
-                    shutil.rmtree(d, ignore_errors=True)
-                    os.makedirs(d)
-                    for i, b in enumerate(steps):
-                        with open(os.path.join(d, f"step{i:04d}.json"), "w") as f:
-                            json.dump(b, f)
-                    dirs.append(d)
-                res = subprocess.run([schedlab, "diff", "--json"] + dirs, capture_output=True, text=True)
-                if res.returncode != 0:
-                    sys.exit(f"aa_calibration: schedlab diff failed: {res.stdout}{res.stderr}")
-                for inst in json.loads(res.stdout)["instances"]:
-                    for m in inst["metrics"]:
-                        if not m["headline"]:
-                            continue
-                        c = m["comparisons"][0]
-                        total += 1
-                        false += c["verdict"].split(" ")[0] in ("better", "worse")
-                        tests[c["test"]] = tests.get(c["test"], 0) + 1
-            print(f"n={n} pairs: {total} headline comparisons in {total // 2} A/A diffs, false better/worse "
-                  f"{false}/{total} ({100 * false / max(total, 1):.1f}%), tests {tests}")
+        calibrate(bundles, split_into_steps, tmp, rng)
 
 
-if aa_dir in ("--campaign", "--campaign-dir"):
+def daemon_run(run_dir):
+    """The bundles of one run of a real daemon campaign (configurations = ["running"], a sweep), grouped by
+    the trial in their step directory's key (OUTPUT/CAMPAIGN/run-N-.../INDEX-tT_running_.../attempt-K/)."""
+    rng = random.Random(29)
+    by_trial = {}
+    for attempt in glob.glob(os.path.join(run_dir, "*", "attempt-*")):
+        if attempt.endswith(".discarded"):
+            continue  # set aside by the daemon, never a result
+        step = os.path.basename(os.path.dirname(attempt))  # INDEX-KEY, the key's '/' written '_'
+        trial = int(re.match(r"\d+-t(\d+)_", step).group(1))
+        for path in glob.glob(os.path.join(attempt, "**", "*.json"), recursive=True):
+            by_trial.setdefault(trial, []).append(json.load(open(path)))
+    trials = [sorted(by_trial[t], key=lambda b: b["started_at"]) for t in sorted(by_trial)]
+    whole = max(len(t) for t in trials)
+    trials = [t for t in trials if len(t) == whole]  # a trial whose step failed is left out whole
+    print(f"{len(trials)} trials of {whole} steps from the daemon's {run_dir}")
+    with tempfile.TemporaryDirectory() as tmp:
+        calibrate(trials, daemon_steps, tmp, rng)
+
+
+if aa_dir in ("--campaign", "--campaign-dir", "--daemon-run"):
     schedlab = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(__file__), "..", "build", "schedlab")
     if aa_dir == "--campaign":
         campaign(int(sys.argv[2]))
-    else:
+    elif aa_dir == "--campaign-dir":
         campaign(0, sys.argv[2])
+    else:
+        daemon_run(sys.argv[2])
     sys.exit(0)
 
 from scipy import stats  # only the batch analysis needs it
