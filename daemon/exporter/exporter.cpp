@@ -427,24 +427,19 @@ void Exporter::set_instances(const std::set<std::string>& instance_ids) {
   std::lock_guard lock(impl_->mutex);
   impl_->campaign_instances = instance_ids;
   for (auto& [configuration, mine] : impl_->series) {
-    for (auto it = mine.headlines.begin(); it != mine.headlines.end();) {
-      if (impl_->kept(it->second.instance_id)) {
-        ++it;
-        continue;
+    // Headline gauges and latency histograms leave alike; only the family call differs.
+    auto prune = [&, &configuration = configuration](auto& series, auto drop) {
+      for (auto it = series.begin(); it != series.end();) {
+        if (impl_->kept(it->second.instance_id)) {
+          ++it;
+          continue;
+        }
+        drop(configuration, it->second.family, series_labels(impl_->host, configuration, it->second));
+        it = series.erase(it);
       }
-      impl_->families.drop(configuration, it->second.family,
-                           series_labels(impl_->host, configuration, it->second));
-      it = mine.headlines.erase(it);
-    }
-    for (auto it = mine.histograms.begin(); it != mine.histograms.end();) {
-      if (impl_->kept(it->second.instance_id)) {
-        ++it;
-        continue;
-      }
-      impl_->families.drop_histogram(configuration, it->second.family,
-                                     series_labels(impl_->host, configuration, it->second));
-      it = mine.histograms.erase(it);
-    }
+    };
+    prune(mine.headlines, [&](const auto&... a) { impl_->families.drop(a...); });
+    prune(mine.histograms, [&](const auto&... a) { impl_->families.drop_histogram(a...); });
   }
 }
 
