@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
@@ -316,6 +317,24 @@ struct Exporter::Impl {
     return !campaign_instances || campaign_instances->count(instance_id) > 0;
   }
 
+  // Takes out of a configuration's series, and out of the exposition, each series `leaves(key, series)`
+  // picks: headline gauges and latency histograms alike, only the family call differs.
+  template <typename Leaves>
+  void drop_series(const std::string& configuration, ConfigurationSeries& mine, const Leaves& leaves) {
+    auto prune = [&](auto& map, auto drop) {
+      for (auto it = map.begin(); it != map.end();) {
+        if (!leaves(it->first, it->second)) {
+          ++it;
+          continue;
+        }
+        drop(configuration, it->second.family, series_labels(host, configuration, it->second));
+        it = map.erase(it);
+      }
+    };
+    prune(mine.headlines, [&](const auto&... a) { families.drop(a...); });
+    prune(mine.histograms, [&](const auto&... a) { families.drop_histogram(a...); });
+  }
+
   // Last: an exposer serving half-built metrics would be a bug.
   ListenAddress address;
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -426,21 +445,9 @@ void Exporter::count_step_failed() {
 void Exporter::set_instances(const std::set<std::string>& instance_ids) {
   std::lock_guard lock(impl_->mutex);
   impl_->campaign_instances = instance_ids;
-  for (auto& [configuration, mine] : impl_->series) {
-    // Headline gauges and latency histograms leave alike; only the family call differs.
-    auto prune = [&, &configuration = configuration](auto& series, auto drop) {
-      for (auto it = series.begin(); it != series.end();) {
-        if (impl_->kept(it->second.instance_id)) {
-          ++it;
-          continue;
-        }
-        drop(configuration, it->second.family, series_labels(impl_->host, configuration, it->second));
-        it = series.erase(it);
-      }
-    };
-    prune(mine.headlines, [&](const auto&... a) { impl_->families.drop(a...); });
-    prune(mine.histograms, [&](const auto&... a) { impl_->families.drop_histogram(a...); });
-  }
+  for (auto& [configuration, mine] : impl_->series)
+    impl_->drop_series(configuration, mine,
+                       [&](const auto&, const auto& series) { return !impl_->kept(series.instance_id); });
 }
 
 void Exporter::count_publish_error() {
@@ -458,24 +465,13 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
   // an instance whose repetitions now all fail keeps no median and no buckets, only its failure counts).
   std::set<std::string> instances;
   for (const auto& in : bundle.instances) instances.insert(in.id);
-  for (auto it = mine.headlines.begin(); it != mine.headlines.end();) {
-    if (instances.count(it->second.instance_id) && !fresh.headlines.count(it->first)) {
-      impl_->families.drop(configuration, it->second.family,
-                           series_labels(impl_->host, configuration, it->second));
-      it = mine.headlines.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = mine.histograms.begin(); it != mine.histograms.end();) {
-    if (instances.count(it->second.instance_id) && !fresh.histograms.count(it->first)) {
-      impl_->families.drop_histogram(configuration, it->second.family,
-                                     series_labels(impl_->host, configuration, it->second));
-      it = mine.histograms.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  impl_->drop_series(configuration, mine, [&](const auto& key, const auto& series) {
+    if (!instances.count(series.instance_id)) return false;
+    if constexpr (std::is_same_v<std::decay_t<decltype(series)>, HeadlineValue>)
+      return !fresh.headlines.count(key);
+    else
+      return !fresh.histograms.count(key);
+  });
   const auto errors = render(impl_->families, impl_->host, configuration, fresh);
   for (auto& [key, v] : fresh.headlines) mine.headlines[key] = std::move(v);
   for (auto& [key, h] : fresh.histograms) mine.histograms[key] = std::move(h);
