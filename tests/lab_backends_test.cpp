@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_util.hpp"
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/boot_backend.hpp"
@@ -357,6 +358,38 @@ TEST_F(LabBox, AResumeAfterACrashDuringTheSuiteSaysSo) {
   EXPECT_EQ(o.reason.find("did not come up"), std::string::npos) << o.reason;
   EXPECT_EQ(runs, 0);
   EXPECT_FALSE(fs::exists(state()));
+}
+
+// Item 15 through the binary: plain `schedlab kernel resume` (no daemon, no marker of its own) on a
+// state whose resume began in another boot records the crash and exits 1.
+TEST(LabResumeCli, APlainResumeAfterACrashSaysCrashedDuringTheSuite) {
+  TempDir dir;
+  const auto state = dir.path() / "boot-state.json";
+  const nlohmann::json staged = {
+      {"schema", "schedlab.boot-state/1"},
+      {"backend", "kexec"},
+      {"recipe", {{"name", "debian-6.1"}, {"label", "6.1-cfs"}}},
+      {"kernel", {{"release", "6.1.0-50-amd64"}}},
+      {"run_args", {"run", "--workload", "yield"}},
+      {"out_dir", (dir.path() / "out").string()},
+      {"schedlab", SCHEDLAB_BINARY},
+      {"staged_at", "2026-12-01T02:00:00Z"},
+      {"boot_id_before", "00000000-0000-4000-8000-000000000001"},
+      {"expected_cmdline", "schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet"},
+      {"resume_started",
+       {{"boot_id", "00000000-0000-4000-8000-000000000002"},
+        {"at", "2026-12-01T02:01:00Z"},
+        {"release", "6.1.0-50-amd64"}}}};
+  write(state, staged.dump(2));
+  const auto o = testing::schedlab("kernel resume --state-file " + state.string());
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(
+      o.out.find(": failed — crashed during the suite: the resume began at 2026-12-01T02:01:00Z in boot "
+                 "00000000-0000-4000-8000-000000000002 running 6.1.0-50-amd64"),
+      std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("did not come up"), std::string::npos) << o.out;
+  EXPECT_FALSE(fs::exists(state));
 }
 
 }  // namespace
