@@ -242,6 +242,8 @@ std::string custom_cfg_text(const GrubEntry& entry, const Recipe& recipe, const 
   std::istringstream in(entry.body);
   for (std::string line; std::getline(in, line);) {
     const auto words = split_ws(line);
+    // GRUB_SAVEDEFAULT's savedefault would make the one-shot entry the saved default.
+    if (!words.empty() && words[0] == "savedefault") continue;
     body += line + (!words.empty() && (words[0] == "linux" || words[0] == "linuxefi") ? args : "") + "\n";
   }
   return std::string(kCustomCfgMarker) + " for one boot (grub-reboot " + kOneShotId +
@@ -527,6 +529,18 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
     std::error_code ec;
     fs::remove(custom, ec);
   }
+  // The default boot as the staging found it (a boot may change it: GRUB_SAVEDEFAULT, say).
+  std::string default_note;
+  if (const auto d = state.find("default_boot_before"); d != state.end() && d->is_object()) {
+    DefaultBoot before;
+    before.grub = true;
+    before.grub_default = d->value("grub_default", "");
+    before.saved_entry = d->value("saved_entry", "");
+    before.entry = d->value("entry", "");
+    before.release = d->value("release", "");
+    std::ostringstream quiet;
+    default_note = put_back_default_boot(before, env, quiet);
+  }
   ResumeOutcome o;
   const json* started = state.contains("resume_started") ? &state["resume_started"] : nullptr;
   std::vector<std::string> missing;
@@ -582,6 +596,8 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
       if (rc != 0) o.reason = "schedlab run exited with status " + std::to_string(rc);
     }
   }
+  if (default_note.find("not as found") != std::string::npos)
+    o.reason += (o.reason.empty() ? "" : "; ") + default_note;
   fs::create_directories(out_dir);
   // One record per staging: its time and the boot that ran it name the file.
   std::string staged = state.value("staged_at", "");
@@ -595,7 +611,8 @@ ResumeOutcome resume_boot(const fs::path& state_file, const LabEnvironment& env,
               {"running_release", running},
               {"staged_at", staged},
               {"resumed_at", now_utc()},
-              {"run_args", staged_state.value("run_args", json())}};
+              {"run_args", staged_state.value("run_args", json())},
+              {"default_boot", default_note.empty() ? json(nullptr) : json(default_note)}};
   staged.erase(std::remove_if(staged.begin(), staged.end(), [](char c) { return c == ':' || c == '-'; }),
                staged.end());
   o.record = out_dir / ("boot-" + state["recipe"].value("name", "unknown") + "-" + staged + "-" +

@@ -187,7 +187,11 @@ TEST_F(LabBox, ResumeRecordsAFallbackBootOfTheSameReleaseAsBootFailed) {
 // release's entry in custom.cfg (sourced at boot by 41_custom's block in grub.cfg).
 TEST_F(LabBox, GrubBootsAOneShotEntryCarryingTheRecipesArguments) {
   write(dir_.path() / ("boot/vmlinuz-" + std::string(kNew)), "");
-  write(dir_.path() / "boot/grub/grub.cfg", grub_cfg({kNew, kOld}));
+  // GRUB_SAVEDEFAULT=true: 10_linux puts savedefault in every entry.
+  auto saving = grub_cfg({kNew, kOld});
+  for (std::size_t at = 0; (at = saving.find("\tinsmod ext2\n", at)) != std::string::npos; at += 20)
+    saving.insert(at, "\tsavedefault\n");
+  write(dir_.path() / "boot/grub/grub.cfg", saving);
   write(dir_.path() / "boot/grub/grubenv",
         "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-u>gnulinux-" + std::string(kOld) +
             "-advanced-u\n");
@@ -206,15 +210,26 @@ TEST_F(LabBox, GrubBootsAOneShotEntryCarryingTheRecipesArguments) {
       std::string::npos)
       << custom;
   EXPECT_NE(custom.find("\tinitrd\t/boot/initrd.img-6.1.0-50-amd64\n"), std::string::npos) << custom;
+  EXPECT_EQ(custom.find("savedefault"), std::string::npos)
+      << "the one-shot entry must not become the default";
   EXPECT_NE(grubenv().find("next_entry=schedlab-once\n"), std::string::npos) << grubenv();
   EXPECT_NE(tools_log().find("reboot \n"), std::string::npos) << tools_log();
 
   reboot_into(kNew, std::string("BOOT_IMAGE=/boot/vmlinuz-") + kNew +
                         " root=UUID=u ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet "
                         "mitigations=off");
+  // Whatever the boot changed in the saved default (a savedefault the box's grub ran), resume puts back.
+  write(dir_.path() / "boot/grub/grubenv", "# GRUB Environment Block\nsaved_entry=schedlab-once\n");
   auto o = resume_boot(state(), env_, suite_ok);
   EXPECT_EQ(o.status, "ok") << o.reason;
   EXPECT_FALSE(fs::exists(dir_.path() / "boot/grub/custom.cfg")) << "the one-shot entry served once";
+  EXPECT_NE(grubenv().find("saved_entry=gnulinux-advanced-u>gnulinux-6.1.0-40-amd64-advanced-u\n"),
+            std::string::npos)
+      << grubenv();
+  EXPECT_EQ(nlohmann::json::parse(*read_text(o.record))["default_boot"],
+            "the default boot is vmlinuz-6.1.0-40-amd64 "
+            "(gnulinux-advanced-u>gnulinux-6.1.0-40-amd64-advanced-u) by "
+            "GRUB_DEFAULT=saved saved_entry=gnulinux-advanced-u>gnulinux-6.1.0-40-amd64-advanced-u");
 
   // A grub.cfg without 41_custom's block cannot carry them: refused, not silently dropped.
   auto cfg = grub_cfg({kNew, kOld});
