@@ -65,7 +65,10 @@ json default_boot_json(const DefaultBoot& d) {
 void keep_default_boot(const DefaultBoot& before, const LabEnvironment& env, std::ostream& log) {
   if (!before.grub) return;
   auto now = default_boot(env);
-  if (now.release == before.release && now.saved_entry == before.saved_entry) return;
+  // saved_entry matters only where GRUB_DEFAULT=saved reads it.
+  if (now.release == before.release &&
+      (before.grub_default != "saved" || now.saved_entry == before.saved_entry))
+    return;
   if (before.grub_default != "saved")
     throw Error("the box's default boot changed from " + before.describe() + " to " + now.describe() +
                 ": GRUB_DEFAULT=" + before.grub_default +
