@@ -206,7 +206,7 @@ TEST(LabBackends, KexecKeepsTheRunningRootAndAddsTheRecipe) {
       "mitigations=off");
   EXPECT_EQ(
       cmdline,
-      "root=UUID=1234 ro quiet quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs mitigations=off");
+      "root=UUID=1234 ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet mitigations=off");
 }
 
 TEST(LabBackends, GrubEntryIsTheNonRecoveryEntryLoadingTheRelease) {
@@ -254,7 +254,7 @@ TEST(LabBackends, DryRunsListTheExactCommandsAndWriteNothing) {
   EXPECT_EQ(k.commands[2],
             "kexec -l /boot/vmlinuz-6.1.0-50-amd64 --initrd=/boot/initrd.img-6.1.0-50-amd64 "
             "'--append=root=/dev/sda1 "
-            "ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs'");
+            "ro schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet'");
   EXPECT_EQ(k.commands[3], "sync");
   EXPECT_EQ(k.commands[4], "kexec -e");
   write(dir.path() / "run/systemd/system/.keep", "");
@@ -273,9 +273,13 @@ TEST(LabBackends, DryRunsListTheExactCommandsAndWriteNothing) {
         "\t\tlinux /boot/vmlinuz-6.1.0-50-amd64 root=/dev/sda1 ro\n\t}\n}\n");
   write(dir.path() / "etc/default/grub", "GRUB_DEFAULT=saved\nGRUB_TIMEOUT=5\n");
   auto g = make_grub_backend(env)->boot(req, log);
-  ASSERT_EQ(g.commands.size(), 3U);
-  EXPECT_EQ(g.commands[1], "grub-reboot 'gnulinux-advanced-u>gnulinux-6.1.0-50-amd64-advanced-u'");
-  EXPECT_EQ(g.commands[2], "reboot");
+  ASSERT_EQ(g.commands.size(), 4U);
+  EXPECT_EQ(g.commands[1], "# write " + (dir.path() / "boot/grub/custom.cfg").string() +
+                               ": menuentry --id schedlab-once, a copy of "
+                               "gnulinux-advanced-u>gnulinux-6.1.0-50-amd64-advanced-u with "
+                               "`schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet` on its linux line");
+  EXPECT_EQ(g.commands[2], "grub-reboot schedlab-once");
+  EXPECT_EQ(g.commands[3], "reboot");
   EXPECT_FALSE(fs::exists(req.state_file));
 }
 
