@@ -37,8 +37,7 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
     argv.push_back("kernel");
     if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});
     argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string()});
-    if (c.boot == "qemu")
-      argv.insert(argv.end(), {"--timeout", std::to_string(qemu_step_timeout_s(c, s))});
+    if (c.boot == "qemu") argv.insert(argv.end(), {"--timeout", std::to_string(qemu_step_timeout_s(c, s))});
     if (c.boot != "qemu")
       argv.insert(argv.end(), {"--backend", c.boot, "--state-file", (attempt_dir / kBootStateFile).string()});
     argv.push_back("--");

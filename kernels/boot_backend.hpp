@@ -68,9 +68,9 @@ struct BootRequest {
 };
 
 struct BootResult {
-  std::string status;                 // ok | failed | timeout | boot-failed | dry-run | staged
-  std::string reason;                 // empty when ok
-  std::string note;                   // something an ok boot did not do as it should (qemu: killed after DONE)
+  std::string status;  // ok | failed | timeout | boot-failed | dry-run | staged
+  std::string reason;  // empty when ok
+  std::string note;    // something an ok boot did not do as it should (qemu: killed after DONE)
   std::vector<std::string> commands;  // what ran (or would run, for a dry run)
   std::vector<std::filesystem::path> bundles;
   std::filesystem::path record;  // the boot record JSON (qemu) or the state file (lab)

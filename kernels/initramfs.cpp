@@ -59,7 +59,9 @@ void require_static_elf(const fs::path& binary) {
     for (std::size_t i = size; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
     return v;
   };
-  if (bytes.size() < 16 || bytes.compare(0, 4, "\x7f" "ELF") != 0)
+  if (bytes.size() < 16 || bytes.compare(0, 4,
+                                         "\x7f"
+                                         "ELF") != 0)
     throw Error(binary.string() + ": not an ELF executable, so it cannot be the guest's busybox" + fix);
   const bool is64 = bytes[4] == 2;
   const std::uint64_t phoff = is64 ? read_uint(32, 8) : read_uint(28, 4);

@@ -381,7 +381,8 @@ class QemuBackend : public BootBackend {
       }
     }
     if (image) {
-      argv.insert(argv.end(), {"-drive", "file=" + qemu_opt_value(image->string()) + ",format=raw,if=virtio,readonly=on"});
+      argv.insert(argv.end(), {"-drive", "file=" + qemu_opt_value(image->string()) +
+                                             ",format=raw,if=virtio,readonly=on"});
     } else {
       argv.insert(
           argv.end(),
@@ -389,10 +390,11 @@ class QemuBackend : public BootBackend {
     }
     // The suite's build directory on its own share in both modes: the guest mounts it last, over its
     // own /tmp and /run, where a CI checkout's build tree would otherwise be hidden.
-    argv.insert(argv.end(), {"-virtfs", "local,path=" + qemu_opt_value(r.schedlab_binary.parent_path().string()) +
-                                            ",mount_tag=suite,security_model=none,readonly=on"});
     argv.insert(argv.end(),
-                {"-virtfs", "local,path=" + qemu_opt_value(share.string()) + ",mount_tag=out,security_model=none"});
+                {"-virtfs", "local,path=" + qemu_opt_value(r.schedlab_binary.parent_path().string()) +
+                                ",mount_tag=suite,security_model=none,readonly=on"});
+    argv.insert(argv.end(), {"-virtfs", "local,path=" + qemu_opt_value(share.string()) +
+                                            ",mount_tag=out,security_model=none"});
     return argv;
   }
 

@@ -443,16 +443,19 @@ TEST(Initramfs, ADynamicallyLinkedBusyboxIsRefusedByName) {
   spec.busybox = "/bin/sh";  // dash, dynamically linked on Debian
   ASSERT_NE(testing::slurp("/bin/sh").find("/lib64/ld-linux-x86-64.so.2"), std::string::npos)
       << "/bin/sh here is not the dynamically linked one this test needs";
-  const auto error = error_of([&] { build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch"); });
+  const auto error =
+      error_of([&] { build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch"); });
   EXPECT_NE(error.find("/bin/sh: dynamically linked"), std::string::npos) << error;
   EXPECT_NE(error.find("apt-get install busybox-static"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(dir.path() / "out.cpio"));
   spec.busybox = dir.path() / "busybox.sh";
   write(spec.busybox, "#!/bin/sh\n");
-  EXPECT_NE(error_of([&] { build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch"); })
-                .find("not an ELF executable"),
+  EXPECT_NE(error_of([&] {
+              build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch");
+            }).find("not an ELF executable"),
             std::string::npos);
-  if (!fs::exists("/bin/busybox") || testing::slurp("/bin/busybox").find("/lib64/ld-linux") != std::string::npos)
+  if (!fs::exists("/bin/busybox") ||
+      testing::slurp("/bin/busybox").find("/lib64/ld-linux") != std::string::npos)
     GTEST_SKIP() << "no static /bin/busybox here";
   spec.busybox = "/bin/busybox";
   build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch");
@@ -739,11 +742,13 @@ class FakeQemuBoot : public ::testing::Test {
   }
 
   // The shell words that run `schedlab kernel ... boot ARGS` with the fake qemu.
-  std::string boot_command(const std::string& args, const std::string& mode = "boot", double delay = 0) const {
-    return fmt::format("env PATH={}:\"$PATH\" FAKE_QEMU_DIR={} FAKE_QEMU_MODE={} FAKE_QEMU_DELAY={} {} kernel "
-                       "--recipes {} --cache-dir {} boot {}",
-                       SCHEDLAB_SOURCE_DIR "/tests/fake-qemu", qemu_state_.string(), mode, delay, SCHEDLAB_BINARY,
-                       recipes_.string(), cache_.string(), args);
+  std::string boot_command(const std::string& args, const std::string& mode = "boot",
+                           double delay = 0) const {
+    return fmt::format(
+        "env PATH={}:\"$PATH\" FAKE_QEMU_DIR={} FAKE_QEMU_MODE={} FAKE_QEMU_DELAY={} {} kernel "
+        "--recipes {} --cache-dir {} boot {}",
+        SCHEDLAB_SOURCE_DIR "/tests/fake-qemu", qemu_state_.string(), mode, delay, SCHEDLAB_BINARY,
+        recipes_.string(), cache_.string(), args);
   }
 
   // The bundles the fake guest wrote into `out`: the initramfs files it saw, by run.
@@ -770,9 +775,10 @@ class FakeQemuBoot : public ::testing::Test {
 // the boot's staging folder goes with the boot.
 TEST_F(FakeQemuBoot, TwoBootsOfOneReleaseAtOnceKeepTheirOwnInitramfs) {
   const fs::path out_a = dir_.path() / "out-a", out_b = dir_.path() / "out-b";
-  auto o = testing::sh(boot_command("fake-a --out " + out_a.string() + " -- run --workload yield", "boot", 5) +
-                       " > " + (dir_.path() / "a.log").string() + " 2>&1 & sleep 1.5; " +
-                       boot_command("fake-b --out " + out_b.string() + " -- run --workload yield") + "; wait $!");
+  auto o =
+      testing::sh(boot_command("fake-a --out " + out_a.string() + " -- run --workload yield", "boot", 5) +
+                  " > " + (dir_.path() / "a.log").string() + " 2>&1 & sleep 1.5; " +
+                  boot_command("fake-b --out " + out_b.string() + " -- run --workload yield") + "; wait $!");
   EXPECT_EQ(o.code, 0) << o.out;
   const auto log_a = testing::slurp(dir_.path() / "a.log");
   const auto a = fake_bundles(out_a), b = fake_bundles(out_b);
@@ -808,9 +814,8 @@ TEST_F(FakeQemuBoot, ACommaInAPathStaysInsideItsQemuOption) {
 TEST_F(FakeQemuBoot, AGuestThatHangsAfterItsLastRunIsKilledAfterTheGraceAndIsOk) {
   const fs::path out = dir_.path() / "out";
   const auto t0 = std::chrono::steady_clock::now();
-  auto o = testing::sh(boot_command("fake-a --out " + out.string() +
-                                        " --poweroff-grace 1 --timeout 30 -- run --workload yield",
-                                    "hang"));
+  auto o = testing::sh(boot_command(
+      "fake-a --out " + out.string() + " --poweroff-grace 1 --timeout 30 -- run --workload yield", "hang"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(o.code, 0) << o.out;
   EXPECT_LT(seconds, 20) << o.out;
@@ -829,8 +834,8 @@ TEST_F(FakeQemuBoot, AGuestThatHangsAfterItsLastRunIsKilledAfterTheGraceAndIsOk)
 // only; the second kernel's get --then-label, or else their own recipe's label.
 TEST_F(FakeQemuBoot, WithThenEachKernelGetsItsOwnLabel) {
   const fs::path out = dir_.path() / "out", out2 = dir_.path() / "out2";
-  auto o = testing::sh(boot_command("fake-a --then fake-b --out " + out.string() +
-                                    " -- run --workload yield --label mine"));
+  auto o = testing::sh(
+      boot_command("fake-a --then fake-b --out " + out.string() + " -- run --workload yield --label mine"));
   EXPECT_EQ(o.code, 0) << o.out;
   auto bundles = fake_bundles(out);
   ASSERT_EQ(bundles.size(), 2U) << o.out;
@@ -856,11 +861,13 @@ TEST_F(FakeQemuBoot, QemuDiesWithTheSchedlabThatStartedIt) {
     SCOPED_TRACE(strsignal(sig));
     fs::remove(qemu_state_ / "pid");
     const fs::path out = dir_.path() / ("out-" + std::to_string(sig));
-    const std::string command = boot_command("fake-a --out " + out.string() + " -- run --workload yield", "sleep");
+    const std::string command =
+        boot_command("fake-a --out " + out.string() + " -- run --workload yield", "sleep");
     const pid_t schedlab = ::fork();
     if (schedlab == 0) {
       ::setpgid(0, 0);  // a SIGINT like a terminal's Ctrl-C, to schedlab's group only
-      ::execl("/bin/sh", "sh", "-c", ("exec " + command + " >/dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+      ::execl("/bin/sh", "sh", "-c", ("exec " + command + " >/dev/null 2>&1").c_str(),
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ASSERT_GT(schedlab, 0);
