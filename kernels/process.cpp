@@ -118,9 +118,13 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before the line above took effect
+    // dup2 onto the same descriptor keeps its close-on-exec flag: clear it instead.
+    auto place = [](int fd, int target) {
+      return fd == target ? ::fcntl(target, F_SETFD, 0) : ::dup2(fd, target);
+    };
     int fail = 0;
-    if (::dup2(in_read.fd, STDIN_FILENO) < 0 || ::dup2(stdout_fd, STDOUT_FILENO) < 0 ||
-        (options.merge_stderr && ::dup2(out_write.fd, STDERR_FILENO) < 0) ||
+    if (place(in_read.fd, STDIN_FILENO) < 0 || place(stdout_fd, STDOUT_FILENO) < 0 ||
+        (options.merge_stderr && place(out_write.fd, STDERR_FILENO) < 0) ||
         (options.cwd && ::chdir(options.cwd->c_str()) != 0))
       fail = errno;
     if (fail == 0) {
