@@ -77,6 +77,9 @@ KernelCommand::KernelCommand(CLI::App& app) {
   boot_->add_option("RUN-ARGS", run_args_, "After `--`: the schedlab command line for the booted kernel");
   boot_->add_option("--backend", backend_, "qemu | kexec | grub")->default_val("qemu");
   boot_->add_option("--then", then_, "qemu: after the run, kexec into this recipe's kernel and run again");
+  boot_->add_option("--then-label", then_label_,
+                    "With --then: the second kernel's bundles' label (default: its recipe's label; a --label "
+                    "in the run arguments labels the first kernel's only)");
   boot_->add_option("--smp", smp_, "Guest CPUs")->default_val(2);
   boot_->add_option("--memory", memory_mib_, "Guest memory, MiB")->default_val(2048);
   boot_->add_option("--append", append_, "Extra kernel arguments");
@@ -94,6 +97,11 @@ KernelCommand::KernelCommand(CLI::App& app) {
   boot_->add_option("--timeout", timeout_s_, "Seconds from qemu start to the guest's end")->default_val(900);
   boot_->add_option("--boot-timeout", boot_timeout_s_, "Seconds from qemu start to the guest's /init")
       ->default_val(120);
+  boot_
+      ->add_option("--poweroff-grace", poweroff_grace_s_,
+                   "qemu: seconds a guest may take to power off after its last run; then qemu is killed "
+                   "(the boot stays ok, with a note)")
+      ->default_val(30);
   boot_->add_option("--out", out_, "Host directory for bundles, console log and boot record")
       ->default_val("results");
   boot_->add_option("--state-file", state_file_, "kexec/grub: where the boot state waits for `kernel resume`")
@@ -215,6 +223,7 @@ int KernelCommand::run() const {
   req.root = root_ == "image" ? RootMode::kImage : RootMode::k9p;
   req.timeout = std::chrono::seconds(timeout_s_);
   req.boot_timeout = std::chrono::seconds(boot_timeout_s_);
+  req.poweroff_grace = std::chrono::seconds(poweroff_grace_s_);
   req.state_file = state_file_;
   req.schedlab_binary = fs::read_symlink("/proc/self/exe");
   req.work_dir = cache;
@@ -239,8 +248,10 @@ int KernelCommand::run() const {
       req.kernel.modules = req.kernel.root / "lib/modules" / p.release;
     }
   }
+  if (!then_label_.empty() && then_.empty()) throw InputError("--then-label needs --then");
   if (!then_.empty()) {
     if (backend_ != "qemu") throw InputError("--then works with --backend qemu");
+    req.then_label = then_label_;
     req.then_recipe = load_recipe(dir, then_);
     if (req.then_recipe->kind != SourceKind::kPackage)
       throw InputError("--then " + then_ + ": a source recipe");
@@ -261,6 +272,7 @@ int KernelCommand::run() const {
              secs(result.init_s), secs(result.suite_start_s), secs(result.first_output_s),
              secs(result.total_s));
   for (const auto& b : result.bundles) fmt::print("bundle: {}\n", b.string());
+  if (!result.note.empty()) fmt::print("note: {}\n", result.note);
   fmt::print("boot record: {}\n", result.record.string());
   if (result.status != "ok") {
     std::cerr << "schedlab: " << recipe.name << ": " << result.status << ": " << result.reason

@@ -25,6 +25,8 @@ class KernelCommand {
               cpu_, tcg_thread_;
   std::string state_file_ = "/var/lib/schedlab/boot-state.json";
   int smp_ = 2, memory_mib_ = 2048, numa_ = 0, timeout_s_ = 900, boot_timeout_s_ = 120;
+  std::string then_label_;  // --then-label: the --then kernel's bundles
+  int poweroff_grace_s_ = 30;
   bool dry_run_ = false, prepare_only_ = false;
   int jobs_ = 0;
 };

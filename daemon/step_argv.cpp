@@ -1,5 +1,7 @@
 #include "daemon/step_argv.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "daemon/lab_boot.hpp"
@@ -7,6 +9,13 @@
 namespace schedlab {
 
 namespace fs = std::filesystem;
+
+int qemu_step_timeout_s(const Campaign& c, const CampaignStep& s) {
+  // The step's own budget: its repetitions and the discarded warm-up, each up to the campaign's
+  // per-repetition timeout, the settle wait, and the guest's boot and shutdown on top.
+  const double budget = (s.repetitions + 1) * c.timeout_s + c.settle_timeout_s + kQemuBootAllowanceS;
+  return static_cast<int>(std::ceil(budget));
+}
 
 std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, const fs::path& binary,
                                    const fs::path& attempt_dir) {
@@ -28,6 +37,7 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
     argv.push_back("kernel");
     if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});
     argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string()});
+    if (c.boot == "qemu") argv.insert(argv.end(), {"--timeout", std::to_string(qemu_step_timeout_s(c, s))});
     if (c.boot != "qemu")
       argv.insert(argv.end(), {"--backend", c.boot, "--state-file", (attempt_dir / kBootStateFile).string()});
     argv.push_back("--");

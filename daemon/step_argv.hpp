@@ -10,6 +10,11 @@
 
 namespace schedlab {
 
+// A qemu step's `kernel boot --timeout`: the campaign's budget for the step (its repetitions and
+// warm-up at the per-repetition timeout, the settle wait) plus the guest's boot under TCG.
+inline constexpr double kQemuBootAllowanceS = 300;
+int qemu_step_timeout_s(const Campaign& c, const CampaignStep& s);
+
 std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s,
                                    const std::filesystem::path& binary,
                                    const std::filesystem::path& attempt_dir);

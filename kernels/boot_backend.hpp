@@ -58,13 +58,19 @@ struct BootRequest {
   // kernels; the kexec path of a lab box, tested under qemu). 9p root only.
   std::optional<Recipe> then_recipe;
   KernelArtifacts then_kernel;
+  // The next kernel's bundles' --label (the run arguments' --label names the first kernel's only);
+  // empty: the then recipe's label.
+  std::string then_label;
+  // After the last SCHEDLAB-DONE the guest powers off; one that hangs instead is killed after this.
+  std::chrono::seconds poweroff_grace{30};
   // lab backends
   std::filesystem::path state_file = "/var/lib/schedlab/boot-state.json";
 };
 
 struct BootResult {
-  std::string status;                 // ok | failed | timeout | boot-failed | dry-run | staged
-  std::string reason;                 // empty when ok
+  std::string status;  // ok | failed | timeout | boot-failed | dry-run | staged
+  std::string reason;  // empty when ok
+  std::string note;    // something an ok boot did not do as it should (qemu: killed after DONE)
   std::vector<std::string> commands;  // what ran (or would run, for a dry run)
   std::vector<std::filesystem::path> bundles;
   std::filesystem::path record;  // the boot record JSON (qemu) or the state file (lab)

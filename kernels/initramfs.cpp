@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -40,6 +43,37 @@ void write_text(const fs::path& path, const std::string& text, bool executable) 
   if (executable)
     fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
+}
+
+// The guest's /init runs before any library is there: a dynamically linked busybox (Debian's `busybox`
+// package, not `busybox-static`) ends as "no working init found". An ELF with a PT_INTERP program
+// header is dynamically linked; the headers are read directly, so no `file` is needed.
+void require_static_elf(const fs::path& binary) {
+  const std::string fix = " (apt-get install busybox-static)";
+  std::ifstream in(binary, std::ios::binary);
+  if (!in) throw Error(binary.string() + ": missing" + fix);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto read_uint = [&](std::size_t at, std::size_t size) -> std::uint64_t {
+    if (at + size > bytes.size()) throw Error(binary.string() + ": a truncated ELF file" + fix);
+    std::uint64_t v = 0;  // x86 ELF files are little-endian
+    for (std::size_t i = size; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+    return v;
+  };
+  if (bytes.size() < 16 || bytes.compare(0, 4,
+                                         "\x7f"
+                                         "ELF") != 0)
+    throw Error(binary.string() + ": not an ELF executable, so it cannot be the guest's busybox" + fix);
+  const bool is64 = bytes[4] == 2;
+  const std::uint64_t phoff = is64 ? read_uint(32, 8) : read_uint(28, 4);
+  const std::uint64_t phentsize = read_uint(is64 ? 54 : 42, 2);
+  const std::uint64_t phnum = read_uint(is64 ? 56 : 44, 2);
+  constexpr std::uint64_t kPtInterp = 3;
+  for (std::uint64_t i = 0; i < phnum; ++i)
+    if (read_uint(phoff + i * phentsize, 4) == kPtInterp)
+      throw Error(binary.string() +
+                  ": dynamically linked (it names an ELF interpreter), and the guest's initramfs has no "
+                  "libraries: its /init would not start; a static busybox is needed" +
+                  fix);
 }
 
 }  // namespace
@@ -87,8 +121,7 @@ std::vector<std::string> module_closure(const fs::path& modules_dir, const std::
 
 std::vector<std::string> build_initramfs(const InitramfsSpec& spec, const fs::path& out,
                                          const fs::path& scratch) {
-  if (!fs::exists(spec.busybox))
-    throw Error(spec.busybox.string() + ": missing (apt-get install busybox-static)");
+  require_static_elf(spec.busybox);
   const auto stage = scratch / "initramfs-root";
   fs::remove_all(stage);
   for (const char* d : {"bin", "dev", "proc", "sys", "tmp", "run", "lib/modules", "etc/schedlab", "boot"})

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,25 +90,69 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     if (out_file.fd < 0) throw SystemError("open " + options.stdout_file->string(), errno);
   }
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_read.fd, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out_file.fd >= 0 ? out_file.fd : out_write.fd, STDOUT_FILENO);
-  if (options.merge_stderr) posix_spawn_file_actions_adddup2(&actions, out_write.fd, STDERR_FILENO);
-  if (options.cwd) posix_spawn_file_actions_addchdir_np(&actions, options.cwd->c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // a timeout kills the whole group
-  posix_spawnattr_setpgroup(&attr, 0);
-
+  // Resolved here, not in the child: between fork and exec only async-signal-safe calls are made.
+  std::string program = argv[0];
+  if (program.find('/') == std::string::npos) {
+    std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+    std::istringstream dirs(path);
+    std::string found;
+    for (std::string dir; found.empty() && std::getline(dirs, dir, ':');) {
+      const auto candidate = (fs::path(dir.empty() ? "." : dir) / program).string();
+      if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) found = candidate;
+    }
+    if (found.empty()) throw SystemError("start " + argv[0], ENOENT);
+    program = found;
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) throw SystemError("start " + argv[0], err);
+  Fd exec_read, exec_write;  // the child's exec errno; closed (CLOEXEC) by a successful exec
+  make_pipe(exec_read, exec_write);
+  const int stdout_fd = out_file.fd >= 0 ? out_file.fd : out_write.fd;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork for " + argv[0], errno);
+  if (pid == 0) {
+    // A process group of its own, so a timeout kills whatever it started too; and it dies with this
+    // process (the SIGKILL of a killed schedlab included), so no qemu outlives the boot that started it.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the line above took effect
+    // dup2 onto the same descriptor keeps its close-on-exec flag: clear it instead.
+    auto place = [](int fd, int target) {
+      return fd == target ? ::fcntl(target, F_SETFD, 0) : ::dup2(fd, target);
+    };
+    int fail = 0;
+    if (place(in_read.fd, STDIN_FILENO) < 0 || place(stdout_fd, STDOUT_FILENO) < 0 ||
+        (options.merge_stderr && place(out_write.fd, STDERR_FILENO) < 0) ||
+        (options.cwd && ::chdir(options.cwd->c_str()) != 0))
+      fail = errno;
+    if (fail == 0) {
+      ::execve(program.c_str(), args.data(), environ);
+      fail = errno;
+    }
+    [[maybe_unused]] auto ignored = ::write(exec_write.fd, &fail, sizeof fail);
+    ::_exit(127);
+  }
+  // Whatever way this function is left (an exception from a callback or poll included), the child's
+  // group is killed and the child reaped.
+  struct Reaper {
+    pid_t pid;
+    bool reaped = false;
+    ~Reaper() {
+      if (reaped) return;
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  } reaper{pid};
+  exec_write.reset();
+  int exec_errno = 0;
+  ssize_t got_errno;
+  while ((got_errno = ::read(exec_read.fd, &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  if (got_errno == static_cast<ssize_t>(sizeof exec_errno)) throw SystemError("start " + argv[0], exec_errno);
   in_read.reset();
   out_write.reset();
   out_file.reset();
@@ -141,8 +185,6 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     int n = ::poll(fds, in_write.fd >= 0 ? 2 : 1, timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
       throw SystemError("poll on " + argv[0], errno);
     }
     if (in_write.fd >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -175,6 +217,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  reaper.reaped = true;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   r.seconds = since_start();

@@ -75,6 +75,38 @@ std::vector<fs::path> move_guest_files(const fs::path& share, const fs::path& ou
   return bundles;
 }
 
+// A value inside a qemu option list ("path=...,mount_tag=..."): qemu reads ",," as a literal comma,
+// so a path or a recipe name with a comma stays one value instead of ending the option early.
+std::string qemu_opt_value(const std::string& value) {
+  std::string out;
+  for (char c : value) out += c == ',' ? std::string(",,") : std::string(1, c);
+  return out;
+}
+
+// The boot's own staging folder: its initramfs (and the --then kernel's) are read by qemu and, for
+// --then, by the guest minutes later, so no other boot (another recipe of the same release, or the
+// same recipe twice at once) may write there. Removed when the boot ends, however it ends.
+class BootFolder {
+ public:
+  BootFolder(const fs::path& parent, const std::string& name) {
+    fs::create_directories(parent);
+    for (int n = 1;; ++n) {
+      path_ = parent / (n == 1 ? name : fmt::format("{}-{}", name, n));
+      if (fs::create_directory(path_)) break;
+    }
+  }
+  ~BootFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  BootFolder(const BootFolder&) = delete;
+  BootFolder& operator=(const BootFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 // Parses "KEY=VALUE" words of a marker line such as "SCHEDLAB-DONE rc=0 files=1 uptime 9.1".
 std::optional<int> marker_int(const std::string& line, const std::string& key) {
   for (const auto& w : split_ws(line))
@@ -94,12 +126,14 @@ class QemuBackend : public BootBackend {
 
   BootResult boot(const BootRequest& r, std::ostream& log) override {
     validate(r);
-    const fs::path work =
-        r.work_dir / "boot" / (r.kernel.release + (r.root == RootMode::kImage ? "-image" : "-9p"));
+    const std::string stamp = utc_stamp();
+    const std::string boot_name = fmt::format("{}-{}-{}", r.recipe.name, stamp, ::getpid());
+    std::optional<BootFolder> folder;
+    if (!r.dry_run) folder.emplace(r.work_dir / "boot", boot_name);
+    const fs::path work = folder ? folder->path() : r.work_dir / "boot" / boot_name;
     const fs::path initrd = work / "initramfs.cpio";
     std::optional<fs::path> image;
     if (r.root == RootMode::kImage) image = root_image_path(r.work_dir);
-    const std::string stamp = utc_stamp();
     const fs::path share =
         fs::absolute(r.out_dir) / fmt::format(".guest-{}-{}-{}", r.recipe.name, stamp, ::getpid());
     auto argv = qemu_command(r, initrd, image, share);
@@ -123,7 +157,7 @@ class QemuBackend : public BootBackend {
     std::string next_script;
     if (r.then_recipe) {
       const BootRequest next = next_request(r);
-      const fs::path next_work = r.work_dir / "boot" / (next.kernel.release + "-9p-kexec");
+      const fs::path next_work = work / "then";
       build_guest_initramfs(next, next_work / "initramfs.cpio", next_work, "", log);
       next_script = guest_kexec_script(next, next_work / "initramfs.cpio", guest_append(next));
     }
@@ -136,7 +170,8 @@ class QemuBackend : public BootBackend {
 
     std::optional<std::string> failure;
     ConsoleWatcher watcher;
-    bool started = false, done = false;
+    bool started = false, done = false, killed_after_done = false;
+    double done_at = 0;
     const int runs = r.then_recipe ? 2 : 1;
     ProcessOptions opts;
     opts.timeout = r.timeout;
@@ -153,6 +188,7 @@ class QemuBackend : public BootBackend {
         auto rc = marker_int(line, "rc");
         result.guest_rc = std::max(result.guest_rc.value_or(0), rc.value_or(-1) < 0 ? 255 : *rc);
         done = ++result.runs_done == runs;
+        if (done) done_at = t;
       }
       if (line.rfind(kMarkKexec, 0) == 0) result.kexec_s = t;
       if (started || line.find("SCHEDLAB-") != std::string::npos)
@@ -162,6 +198,11 @@ class QemuBackend : public BootBackend {
       return false;
     };
     opts.on_tick = [&](double t) {
+      if (done) {  // the results are in: a guest that does not power off is not waited for
+        if (t - done_at < static_cast<double>(r.poweroff_grace.count())) return true;
+        killed_after_done = true;
+        return false;
+      }
       if (result.init_s || t < static_cast<double>(r.boot_timeout.count())) return true;
       failure = fmt::format("no {} within the {} s boot timeout (the kernel hung or did not start)",
                             kMarkInit, r.boot_timeout.count());
@@ -200,6 +241,9 @@ class QemuBackend : public BootBackend {
     } else if (!watcher.first_oops()) {
       result.status = "ok";
     }
+    if (killed_after_done)
+      result.note = fmt::format("the guest did not power off within {} s of its last {}; qemu was killed",
+                                r.poweroff_grace.count(), kMarkDone);
     if (watcher.first_oops() && !failure) {  // a fatal Oops is in `failure` already
       if (result.status.empty()) {
         result.status = "failed";
@@ -226,6 +270,22 @@ class QemuBackend : public BootBackend {
     next.recipe = *r.then_recipe;
     next.kernel = r.then_kernel;
     next.then_recipe.reset();
+    // The run arguments' --label names the first kernel's bundles; the next kernel's get their own.
+    std::vector<std::string> args;
+    for (std::size_t i = 0; i < next.run_args.size(); ++i) {
+      const auto& a = next.run_args[i];
+      if (a == "--label") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("--label=", 0) == 0) continue;
+      args.push_back(a);
+    }
+    const bool had_label = args.size() != next.run_args.size();
+    next.run_args = args;
+    if (!r.then_label.empty() || had_label)
+      next.run_args.insert(next.run_args.end(),
+                           {"--label", r.then_label.empty() ? next.recipe.label : r.then_label});
     return next;
   }
 
@@ -293,7 +353,7 @@ class QemuBackend : public BootBackend {
                                   "-accel",
                                   r.accel == "tcg" ? "tcg,thread=" + r.tcg_thread : r.accel,
                                   "-name",
-                                  "schedlab-" + r.recipe.name + ",debug-threads=on",
+                                  qemu_opt_value("schedlab-" + r.recipe.name) + ",debug-threads=on",
                                   "-cpu",
                                   cpu,
                                   "-smp",
@@ -321,7 +381,8 @@ class QemuBackend : public BootBackend {
       }
     }
     if (image) {
-      argv.insert(argv.end(), {"-drive", "file=" + image->string() + ",format=raw,if=virtio,readonly=on"});
+      argv.insert(argv.end(), {"-drive", "file=" + qemu_opt_value(image->string()) +
+                                             ",format=raw,if=virtio,readonly=on"});
     } else {
       argv.insert(
           argv.end(),
@@ -329,10 +390,11 @@ class QemuBackend : public BootBackend {
     }
     // The suite's build directory on its own share in both modes: the guest mounts it last, over its
     // own /tmp and /run, where a CI checkout's build tree would otherwise be hidden.
-    argv.insert(argv.end(), {"-virtfs", "local,path=" + r.schedlab_binary.parent_path().string() +
-                                            ",mount_tag=suite,security_model=none,readonly=on"});
     argv.insert(argv.end(),
-                {"-virtfs", "local,path=" + share.string() + ",mount_tag=out,security_model=none"});
+                {"-virtfs", "local,path=" + qemu_opt_value(r.schedlab_binary.parent_path().string()) +
+                                ",mount_tag=suite,security_model=none,readonly=on"});
+    argv.insert(argv.end(), {"-virtfs", "local,path=" + qemu_opt_value(share.string()) +
+                                            ",mount_tag=out,security_model=none"});
     return argv;
   }
 
@@ -346,6 +408,7 @@ class QemuBackend : public BootBackend {
         {"backend", "qemu"},
         {"status", res.status},
         {"reason", res.reason.empty() ? json(nullptr) : json(res.reason)},
+        {"note", res.note.empty() ? json(nullptr) : json(res.note)},
         {"recipe", {{"name", r.recipe.name}, {"label", r.recipe.label}, {"file", r.recipe.file.string()}}},
         {"kernel",
          {{"package", r.kernel.package}, {"version", r.kernel.version}, {"release", r.kernel.release}}},

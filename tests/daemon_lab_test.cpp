@@ -101,6 +101,36 @@ repetitions = 2
   }
 }
 
+// Issue 31 item 16 (a): a qemu step's boot gets the campaign's budget for the step (9 repetitions and
+// a warm-up of up to 200 s each, the settle wait, the guest's boot), not `kernel boot`'s 900 s default,
+// which would kill a step the campaign allows to run for half an hour.
+TEST(DaemonLabSteps, AQemuStepsBootTimeoutIsTheCampaignsBudgetForTheStep) {
+  TempDir dir;
+  std::ofstream(dir.path() / "c.toml") << campaign_header("qemu", "once", dir.path()) << R"(boot = "qemu"
+configurations = ["debian-6.12"]
+timeout_s = 200
+settle_timeout_s = 15
+[[workload]]
+name = "yield"
+repetitions = 9
+)";
+  const auto campaign = load_campaign(dir.path() / "c.toml");
+  const auto plan = expand_plan(campaign);
+  ASSERT_EQ(plan.size(), 1u);
+  const auto argv = step_argv(campaign, plan[0], SCHEDLAB_BINARY, dir.path() / "attempt-1");
+  const auto run_at = std::find(argv.begin(), argv.end(), "--");
+  const auto timeout_at = std::find(argv.begin(), run_at, "--timeout");
+  ASSERT_NE(timeout_at, run_at) << "no --timeout for the boot";
+  EXPECT_EQ(*(timeout_at + 1), std::to_string(10 * 200 + 15 + static_cast<int>(kQemuBootAllowanceS)));
+  // And `kernel boot` takes it.
+  std::vector<std::string> dry(argv.begin() + 1, argv.end());
+  dry.insert(dry.begin() + (run_at - argv.begin()) - 1, "--dry-run");
+  std::string line;
+  for (const auto& a : dry) line += " '" + a + "'";
+  const auto o = testing::schedlab(line);
+  EXPECT_EQ(o.code, 0) << line << "\n" << o.out;
+}
+
 class DaemonLabBoot : public ::testing::Test {
  protected:
   void SetUp() override {

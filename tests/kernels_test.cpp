@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "cli_util.hpp"
 #include "core/error.hpp"
 #include "kernels/boot_backend.hpp"
@@ -434,6 +436,36 @@ TEST(Console, TheReasonIsTheFirstOopsLineNotTheFinalPanic) {
   }
 }
 
+// Issue 31 item 16 (c): Debian's dynamically linked busybox (the `busybox` package) cannot be the
+// guest's /init; it is refused by name, with the package that has the static one.
+TEST(Initramfs, ADynamicallyLinkedBusyboxIsRefusedByName) {
+  TempDir dir;
+  write(dir.path() / "modules/modules.dep", "");
+  InitramfsSpec spec;
+  spec.modules_dir = dir.path() / "modules";
+  spec.files["/init"] = "#!/bin/busybox sh\n";
+  spec.busybox = "/bin/sh";  // dash, dynamically linked on Debian
+  ASSERT_NE(testing::slurp("/bin/sh").find("/lib64/ld-linux-x86-64.so.2"), std::string::npos)
+      << "/bin/sh here is not the dynamically linked one this test needs";
+  const auto error =
+      error_of([&] { build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch"); });
+  EXPECT_NE(error.find("/bin/sh: dynamically linked"), std::string::npos) << error;
+  EXPECT_NE(error.find("apt-get install busybox-static"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(dir.path() / "out.cpio"));
+  spec.busybox = dir.path() / "busybox.sh";
+  write(spec.busybox, "#!/bin/sh\n");
+  EXPECT_NE(error_of([&] {
+              build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch");
+            }).find("not an ELF executable"),
+            std::string::npos);
+  if (!fs::exists("/bin/busybox") ||
+      testing::slurp("/bin/busybox").find("/lib64/ld-linux") != std::string::npos)
+    GTEST_SKIP() << "no static /bin/busybox here";
+  spec.busybox = "/bin/busybox";
+  build_initramfs(spec, dir.path() / "out.cpio", dir.path() / "scratch");
+  EXPECT_TRUE(fs::exists(dir.path() / "out.cpio"));
+}
+
 TEST(Topology, ParsesSocketsCoresThreads) {
   auto t = parse_topology("sockets=2,cores=2,threads=2");
   EXPECT_EQ(t.cpus(), 8);
@@ -473,6 +505,28 @@ TEST(Process, CapturesOutputFeedsInputAndKillsOnTimeoutOrRequest) {
                       "with status 3:\nwhy"),
             std::string::npos);
   EXPECT_EQ(command_line({"a b", "it's", "plain"}), "'a b' 'it'\\''s' plain");
+}
+
+// Issue 31 item 13: a callback's exception leaves run_process with the child killed and reaped, not
+// running on (a qemu with nobody reading its console).
+TEST(Process, AnExceptionFromACallbackKillsTheChild) {
+  TempDir dir;
+  const auto pid_file = dir.path() / "pid";
+  ProcessOptions throwing;
+  throwing.on_line = [](const std::string& line, double) -> bool {
+    if (line == "started") throw std::runtime_error("the console watcher failed");
+    return true;
+  };
+  EXPECT_EQ(error_of([&] {
+              run_process({"sh", "-c", "echo $$ > " + pid_file.string() + "; echo started; exec sleep 60"},
+                          throwing);
+            }),
+            "the console watcher failed");
+  const pid_t child = std::stoi(testing::slurp(pid_file));
+  EXPECT_FALSE(testing::process_alive(child)) << "pid " << child;
+  if (testing::process_alive(child)) ::kill(child, SIGKILL);
+  EXPECT_NE(error_of([] { run_process({"no-such-tool-here"}); }).find("start no-such-tool-here"),
+            std::string::npos);
 }
 
 }  // namespace
@@ -650,6 +704,196 @@ TEST(KernelCli, GuestCollectCopiesEachFinishedBundleAsSoonAsItIsWritten) {
   EXPECT_EQ(names, (std::vector<std::string>{"r1-trial0.json", "r1-trial1.json"}));
   const auto out = testing::slurp(log);
   EXPECT_NE(out.find("SCHEDLAB-COPIED r1-trial0.json 13\n"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace schedlab
+
+// Boots through the binary with tests/fake-qemu on PATH: a stand-in kernel cache (an empty vmlinuz,
+// modules.builtin naming what the guest loads) and two recipes of one release, the way debian-6.1 and
+// debian-6.1-no-gentle share theirs.
+namespace schedlab {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+class FakeQemuBoot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    recipes_ = dir_.path() / "recipes";
+    cache_ = dir_.path() / "cache";
+    qemu_state_ = dir_.path() / "qemu";
+    fs::create_directories(qemu_state_);
+    write_text(recipes_ / "fake-a.toml",
+               "[kernel]\nlabel = \"a-label\"\n[source]\ntype = \"package\"\n"
+               "package = \"linux-image-9.9.9-fake\"\nversion = \"9.9.9-1\"\nrelease = \"9.9.9-fake\"\n");
+    write_text(recipes_ / "fake-b.toml",
+               "base = \"fake-a\"\n[kernel]\nlabel = \"b-label\"\n"
+               "[scheduler]\nfeatures = [\"NO_GENTLE_FAIR_SLEEPERS\"]\n");
+    const fs::path entry = cache_ / "kernels/linux-image-9.9.9-fake_9.9.9-1";
+    write_text(entry / "fetched.json", "{}\n");
+    write_text(entry / "root/boot/vmlinuz-9.9.9-fake", "");
+    write_text(entry / "root/boot/config-9.9.9-fake", "");
+    write_text(entry / "root/lib/modules/9.9.9-fake/modules.dep", "");
+    write_text(entry / "root/lib/modules/9.9.9-fake/modules.builtin",
+               "kernel/drivers/virtio/virtio_pci.ko\nkernel/net/9p/9pnet_virtio.ko\nkernel/fs/9p/9p.ko\n");
+  }
+
+  static void write_text(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+
+  // The shell words that run `schedlab kernel ... boot ARGS` with the fake qemu.
+  std::string boot_command(const std::string& args, const std::string& mode = "boot",
+                           double delay = 0) const {
+    return fmt::format(
+        "env PATH={}:\"$PATH\" FAKE_QEMU_DIR={} FAKE_QEMU_MODE={} FAKE_QEMU_DELAY={} {} kernel "
+        "--recipes {} --cache-dir {} boot {}",
+        SCHEDLAB_SOURCE_DIR "/tests/fake-qemu", qemu_state_.string(), mode, delay, SCHEDLAB_BINARY,
+        recipes_.string(), cache_.string(), args);
+  }
+
+  // The bundles the fake guest wrote into `out`: the initramfs files it saw, by run.
+  static std::vector<nlohmann::json> fake_bundles(const fs::path& out) {
+    std::vector<fs::path> names;
+    for (const auto& f : testing::files_in(out))
+      if (f.filename().string().rfind("fake-", 0) == 0) names.push_back(f);
+    std::sort(names.begin(), names.end());
+    std::vector<nlohmann::json> bundles;
+    for (const auto& f : names) bundles.push_back(nlohmann::json::parse(testing::slurp(f)));
+    return bundles;
+  }
+
+  static std::string run_sh(const nlohmann::json& bundle) {
+    return bundle["files"].value("etc/schedlab/run.sh", std::string("(none)"));
+  }
+
+  TempDir dir_;
+  fs::path recipes_, cache_, qemu_state_;
+};
+
+// Issue 31 item 1: two recipes of one release booted at once each keep their own initramfs (sched
+// settings and run.sh with its --label) until their guest has read it at the end of its run, and
+// the boot's staging folder goes with the boot.
+TEST_F(FakeQemuBoot, TwoBootsOfOneReleaseAtOnceKeepTheirOwnInitramfs) {
+  const fs::path out_a = dir_.path() / "out-a", out_b = dir_.path() / "out-b";
+  auto o =
+      testing::sh(boot_command("fake-a --out " + out_a.string() + " -- run --workload yield", "boot", 5) +
+                  " > " + (dir_.path() / "a.log").string() + " 2>&1 & sleep 1.5; " +
+                  boot_command("fake-b --out " + out_b.string() + " -- run --workload yield") + "; wait $!");
+  EXPECT_EQ(o.code, 0) << o.out;
+  const auto log_a = testing::slurp(dir_.path() / "a.log");
+  const auto a = fake_bundles(out_a), b = fake_bundles(out_b);
+  ASSERT_EQ(a.size(), 1U) << log_a;
+  ASSERT_EQ(b.size(), 1U) << o.out;
+  EXPECT_NE(run_sh(a[0]).find("--label a-label"), std::string::npos) << run_sh(a[0]);
+  EXPECT_EQ(a[0]["files"].value("etc/schedlab/sched", ""), "");
+  EXPECT_NE(run_sh(b[0]).find("--label b-label"), std::string::npos) << run_sh(b[0]);
+  EXPECT_EQ(b[0]["files"].value("etc/schedlab/sched", ""), "features NO_GENTLE_FAIR_SLEEPERS\n");
+  EXPECT_NE(a[0]["initrd"], b[0]["initrd"]);
+  EXPECT_TRUE(testing::files_in(cache_ / "boot").empty()) << "a boot's staging folder outlived it";
+}
+
+// Issue 31 item 16 (b): a comma in a path is doubled in qemu's option lists (",," is qemu's escape), so
+// the output share is the folder asked for, not a path cut at the comma and a bogus option.
+TEST_F(FakeQemuBoot, ACommaInAPathStaysInsideItsQemuOption) {
+  const fs::path out = dir_.path() / "out,with,commas";
+  auto o = testing::sh(boot_command("fake-a --out '" + out.string() + "' -- run --workload yield"));
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(fake_bundles(out).size(), 1U) << o.out;
+  nlohmann::json argv;
+  for (const auto& f : testing::files_in(qemu_state_))
+    if (f.filename().string().rfind("argv-", 0) == 0) argv = nlohmann::json::parse(testing::slurp(f));
+  bool share_named = false;
+  for (const auto& a : argv)
+    share_named = share_named || a.get<std::string>().find("path=" + dir_.path().string() +
+                                                           "/out,,with,,commas/.guest-fake-a-") == 6;
+  EXPECT_TRUE(share_named) << argv.dump();
+}
+
+// Issue 31 item 16 (e): a guest that hangs after its last SCHEDLAB-DONE is killed after the poweroff
+// grace, and the boot is ok with a note, not a timeout after the whole limit.
+TEST_F(FakeQemuBoot, AGuestThatHangsAfterItsLastRunIsKilledAfterTheGraceAndIsOk) {
+  const fs::path out = dir_.path() / "out";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto o = testing::sh(boot_command(
+      "fake-a --out " + out.string() + " --poweroff-grace 1 --timeout 30 -- run --workload yield", "hang"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_LT(seconds, 20) << o.out;
+  EXPECT_NE(o.out.find("note: the guest did not power off within 1 s of its last SCHEDLAB-DONE; qemu was "
+                       "killed"),
+            std::string::npos)
+      << o.out;
+  nlohmann::json record;
+  for (const auto& f : testing::files_in(out))
+    if (f.filename().string().rfind("boot-", 0) == 0) record = nlohmann::json::parse(testing::slurp(f));
+  EXPECT_EQ(record.value("status", ""), "ok") << record.dump(2);
+  EXPECT_NE(record.value("note", nlohmann::json()).dump().find("did not power off"), std::string::npos);
+}
+
+// Issue 31 item 16 (d): with --then, a --label in the run arguments labels the first kernel's bundles
+// only; the second kernel's get --then-label, or else their own recipe's label.
+TEST_F(FakeQemuBoot, WithThenEachKernelGetsItsOwnLabel) {
+  const fs::path out = dir_.path() / "out", out2 = dir_.path() / "out2";
+  auto o = testing::sh(
+      boot_command("fake-a --then fake-b --out " + out.string() + " -- run --workload yield --label mine"));
+  EXPECT_EQ(o.code, 0) << o.out;
+  auto bundles = fake_bundles(out);
+  ASSERT_EQ(bundles.size(), 2U) << o.out;
+  EXPECT_NE(run_sh(bundles[0]).find("--label mine"), std::string::npos) << run_sh(bundles[0]);
+  EXPECT_EQ(run_sh(bundles[1]).find("mine"), std::string::npos) << run_sh(bundles[1]);
+  EXPECT_NE(run_sh(bundles[1]).find("--label b-label"), std::string::npos) << run_sh(bundles[1]);
+  o = testing::sh(boot_command("fake-a --then fake-b --then-label theirs --out " + out2.string() +
+                               " -- run --workload yield --label mine"));
+  EXPECT_EQ(o.code, 0) << o.out;
+  bundles = fake_bundles(out2);
+  ASSERT_EQ(bundles.size(), 2U) << o.out;
+  EXPECT_NE(run_sh(bundles[0]).find("--label mine"), std::string::npos) << run_sh(bundles[0]);
+  EXPECT_NE(run_sh(bundles[1]).find("--label theirs"), std::string::npos) << run_sh(bundles[1]);
+  EXPECT_EQ(run_sh(bundles[1]).find("mine"), std::string::npos) << run_sh(bundles[1]);
+  EXPECT_TRUE(testing::files_in(cache_ / "boot").empty()) << "the --then initramfs outlived the boot";
+}
+
+// Issue 31 item 13: qemu dies with the schedlab that started it, whether schedlab is stopped (SIGTERM,
+// SIGINT) or killed outright (SIGKILL). The test is the subreaper of both, so an orphaned qemu is
+// still its own descendant to look at.
+TEST_F(FakeQemuBoot, QemuDiesWithTheSchedlabThatStartedIt) {
+  for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
+    SCOPED_TRACE(strsignal(sig));
+    fs::remove(qemu_state_ / "pid");
+    const fs::path out = dir_.path() / ("out-" + std::to_string(sig));
+    const std::string command =
+        boot_command("fake-a --out " + out.string() + " -- run --workload yield", "sleep");
+    const pid_t schedlab = ::fork();
+    if (schedlab == 0) {
+      ::setpgid(0, 0);  // a SIGINT like a terminal's Ctrl-C, to schedlab's group only
+      ::execl("/bin/sh", "sh", "-c", ("exec " + command + " >/dev/null 2>&1").c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ASSERT_GT(schedlab, 0);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(qemu_state_ / "pid") && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(fs::exists(qemu_state_ / "pid"));
+    const pid_t qemu = std::stoi(testing::slurp(qemu_state_ / "pid"));
+    ASSERT_TRUE(testing::process_alive(qemu));
+    ::kill(sig == SIGINT ? -schedlab : schedlab, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(schedlab, &status, 0), schedlab);
+    bool gone = false;
+    for (int i = 0; i < 250 && !gone; ++i) {
+      gone = !testing::process_alive(qemu);
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(gone) << "qemu " << qemu << " outlived schedlab";
+    const auto descendants = testing::descendant_pids();
+    if (std::find(descendants.begin(), descendants.end(), qemu) != descendants.end()) ::kill(qemu, SIGKILL);
+    ::waitpid(qemu, nullptr, 0);  // reparented here, the subreaper
+  }
 }
 
 }  // namespace
