@@ -36,9 +36,7 @@ KernelArtifacts artifacts(const Recipe& recipe, const fs::path& root) {
           root / "boot" / ("vmlinuz-" + p.release),
           root / "boot" / ("System.map-" + p.release),
           root / "boot" / ("config-" + p.release),
-          root / "lib/modules" / p.release,
-          {},
-          {}};
+          root / "lib/modules" / p.release};
 }
 
 void require_package_recipe(const Recipe& recipe, const std::string& what) {

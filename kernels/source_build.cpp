@@ -432,7 +432,7 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
   fs::copy_file(tree / "arch/x86/boot/bzImage", root / "boot" / ("vmlinuz-" + release), kOverwrite);
   fs::copy_file(tree / "System.map", root / "boot" / ("System.map-" + release), kOverwrite);
   fs::copy_file(tree / ".config", root / "boot" / ("config-" + release), kOverwrite);
-  run_checked({"depmod", "-b", root.string(), release});
+  build_log().run({"depmod", "-b", root.string(), release}, root);
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   nlohmann::json patches = nlohmann::json::array();
   if (auto kept = read_text(dir / "patches.json")) patches = nlohmann::json::parse(*kept);
