@@ -41,7 +41,7 @@ std::string slurp_file(const fs::path& p) {
 // The stand-in tree (its Makefile, kconfig and make bzImage in miniature, and two source files).
 const fs::path kTree = fs::path(SCHEDLAB_FIXTURES_DIR) / "fake-kernel-tree";
 const std::string kDefaults = slurp_file(kTree / "Kconfig.defaults");
-const std::string kSched = slurp_file(kTree / "kernel/sched/fair.c");
+const std::string kSched = slurp_file(kTree / "kernel/sched/fair.txt");
 
 std::string unified_diff(const fs::path& work, const std::string& file, const std::string& before,
                          const std::string& after) {
@@ -69,7 +69,7 @@ class SourceBuildTest : public ::testing::Test {
         "[source]\npackage = \"linux-image-fake\"\nversion = \"1\"\nrelease = \"1.0-base\"\n");
 
     // A patch adding a `tristate default m` option, and one that needs fuzz (its context was
-    // written against a fair.c whose line 3 differed).
+    // written against a fair.txt whose line 3 differed).
     put(recipes / "patches/add-option.patch",
         unified_diff(dir.path(), "Kconfig.defaults", kDefaults, std::string(kDefaults) + "NEW_X=m\n"));
     std::string fuzzy_before = kSched, fuzzy_after = kSched;
@@ -77,7 +77,7 @@ class SourceBuildTest : public ::testing::Test {
     fuzzy_after.replace(fuzzy_after.find("three"), 5, "three-old");
     fuzzy_after.replace(fuzzy_after.find("six"), 3, "six-patched");
     put(recipes / "patches/fuzzy.patch",
-        unified_diff(dir.path(), "kernel/sched/fair.c", fuzzy_before, fuzzy_after));
+        unified_diff(dir.path(), "kernel/sched/fair.txt", fuzzy_before, fuzzy_after));
     put(recipes / "fragments/builtin.config", "CONFIG_FRAG_E=y\n");
   }
 
@@ -130,7 +130,7 @@ class SourceBuildTest : public ::testing::Test {
 TEST_F(SourceBuildTest, PatchNeedingFuzzIsRefusedNamingIt) {
   // The patch does apply under patch's default fuzz: what is refused is the guess, not a broken file.
   const fs::path probe = dir.path() / "probe";
-  put(probe / "kernel/sched/fair.c", kSched);
+  put(probe / "kernel/sched/fair.txt", kSched);
   ProcessOptions o;
   o.cwd = probe;
   ASSERT_EQ(
