@@ -382,13 +382,10 @@ class QemuBackend : public BootBackend {
           {"total", opt(res.total_s)}}},
         {"guest_rc", res.guest_rc ? json(*res.guest_rc) : json(nullptr)},
         {"runs_done", res.runs_done},
-        {"then", r.then_recipe
-                     ? json{{"recipe", r.then_recipe->name},
-                            {"release", r.then_kernel.release},
-                            {"build_id",
-                             r.then_kernel.build_id.empty() ? json(nullptr) : json(r.then_kernel.build_id)},
-                            {"kexec_s", res.kexec_s ? json(*res.kexec_s) : json(nullptr)}}
-                     : json(nullptr)},
+        {"then", r.then_recipe ? json{{"recipe", r.then_recipe->name},
+                                      {"release", r.then_kernel.release},
+                                      {"kexec_s", res.kexec_s ? json(*res.kexec_s) : json(nullptr)}}
+                               : json(nullptr)},
         {"bundles", bundles},
         {"console_log", console.filename().string()},
         {"console_tail", res.console_tail}};
