@@ -17,7 +17,7 @@ std::string allowed_text(const ConfigRequirement& r) {
 
 std::string ConfigFinding::text() const {
   const std::string name = "CONFIG_" + requirement.option;
-  if (ok) return name + "=" + actual;
+  if (ok) return actual.empty() ? name + " is not set" : name + "=" + actual;
   if (actual.empty()) return name + " is not set (need " + allowed_text(requirement) + ")";
   return name + "=" + actual + " (need " + allowed_text(requirement) + ")";
 }
@@ -48,7 +48,12 @@ ConfigReport check_config(const std::vector<ConfigRequirement>& require, const s
   for (const auto& r : require) {
     ConfigFinding f{r, "", false};
     if (auto it = values.find(r.option); it != values.end()) f.actual = it->second;
-    f.ok = !f.actual.empty() && std::find(r.allowed.begin(), r.allowed.end(), f.actual) != r.allowed.end();
+    auto allows = [&](const std::string& v) {
+      return std::find(r.allowed.begin(), r.allowed.end(), v) != r.allowed.end();
+    };
+    // "n" is "must be off": a config says that with "# CONFIG_X is not set", "CONFIG_X=n" or by
+    // leaving the option out (one that depends on something off is not even listed).
+    f.ok = (f.actual.empty() || f.actual == "n") ? allows("n") : allows(f.actual);
     report.findings.push_back(std::move(f));
   }
   return report;

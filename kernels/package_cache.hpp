@@ -17,6 +17,9 @@ struct KernelArtifacts {
   std::string package, version, release;
   std::filesystem::path root;                                  // the unpacked package
   std::filesystem::path vmlinuz, system_map, config, modules;  // modules = lib/modules/RELEASE
+  // Source builds only (empty for a package): the recipe hash naming CACHE/builds/<name>-<hash> and
+  // the GNU build id of its vmlinux, which a booted kernel's bundle must show (kernel.build_id).
+  std::string hash = {}, build_id = {};  // defaulted: an aggregate list may stop before them
 };
 
 // What `apt-cache policy PACKAGE` says; versions empty when apt does not know the package.

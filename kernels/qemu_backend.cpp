@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/boot_backend.hpp"
+#include "kernels/bundle_identity.hpp"
 #include "kernels/console.hpp"
 #include "kernels/guest_init.hpp"
 #include "kernels/initramfs.hpp"
@@ -253,6 +254,13 @@ class QemuBackend : public BootBackend {
         result.reason += "; the guest kernel oopsed first: \"" + *watcher.first_oops() + "\"";
       }
     }
+    // Results traced to their kernel: a bundle from another recipe, or another build of this one.
+    std::vector<BootedKernel> booted{{r.recipe.name, r.kernel}};
+    if (r.then_recipe) booted.push_back({r.then_recipe->name, r.then_kernel});
+    if (auto why = bundles_identity_mismatch(result.bundles, booted); why && result.status == "ok") {
+      result.status = "failed";
+      result.reason = "a bundle does not come from the kernel booted: " + *why;
+    }
     result.record = r.out_dir / ("boot-" + r.recipe.name + "-" + stamp + ".json");
     write_file_atomic(result.record, record(r, result, argv, console, modules).dump(2) + "\n");
     return result;
@@ -411,7 +419,11 @@ class QemuBackend : public BootBackend {
         {"note", res.note.empty() ? json(nullptr) : json(res.note)},
         {"recipe", {{"name", r.recipe.name}, {"label", r.recipe.label}, {"file", r.recipe.file.string()}}},
         {"kernel",
-         {{"package", r.kernel.package}, {"version", r.kernel.version}, {"release", r.kernel.release}}},
+         {{"package", r.kernel.package},
+          {"version", r.kernel.version},
+          {"release", r.kernel.release},
+          {"hash", r.kernel.hash.empty() ? json(nullptr) : json(r.kernel.hash)},
+          {"build_id", r.kernel.build_id.empty() ? json(nullptr) : json(r.kernel.build_id)}}},
         {"guest",
          {{"accel", r.accel},
           {"tcg_thread", r.accel == "tcg" ? json(r.tcg_thread) : json(nullptr)},

@@ -159,28 +159,44 @@ void apply(const Reader& r, Recipe& out) {
   if (auto v = r.string("kernel", "label")) out.label = *v;
   if (auto v = r.string("kernel", "description")) out.description = *v;
   if (r.table("source")) {
-    auto type = r.string("source", "type").value_or("package");
+    // One rule for every key of a derived recipe: a key the file names replaces the inherited value
+    // (a list as a whole: `patches` included), a key it leaves out is inherited. `type` defaults to
+    // the base's, so a variant of a source recipe that names only `patches` stays a source build.
+    const SourceKind inherited = out.kind;
+    const bool has_base = !out.name.empty();
+    auto type = r.string("source", "type")
+                    .value_or(has_base && inherited == SourceKind::kSource ? "source" : "package");
+    auto keep_or = [&](const std::string& key, std::string& field) {
+      if (auto v = r.string("source", key)) field = *v;
+      if (field.empty()) (void)r.required_string("source", key);  // the error naming the key
+    };
     if (type == "package") {
+      if (inherited != SourceKind::kPackage || !has_base) out.package = {};
       out.kind = SourceKind::kPackage;
-      out.package.package = r.required_string("source", "package");
-      out.package.version = r.required_string("source", "version");
-      out.package.release = r.required_string("source", "release");
-      out.package.track = r.string("source", "track").value_or("");
+      keep_or("package", out.package.package);
+      keep_or("version", out.package.version);
+      keep_or("release", out.package.release);
+      if (auto v = r.string("source", "track")) out.package.track = *v;
     } else if (type == "source") {
+      if (inherited != SourceKind::kSource || !has_base) out.source = {};
       out.kind = SourceKind::kSource;
-      out.source.package = r.required_string("source", "package");
-      out.source.version = r.required_string("source", "version");
-      out.source.base_config = r.required_string("source", "base_config");
-      if (auto f = r.string("source", "config_fragment")) out.source.config_fragment = dir / *f;
-      out.source.loadable_modules = r.boolean("source", "modules").value_or(true);
-      for (const auto& p : r.strings("source", "patches").value_or(std::vector<std::string>{}))
-        out.source.patches.push_back(dir / p);
-      for (const auto& p : out.source.patches)
-        if (!fs::exists(p))
-          r.fail(*r.table("source")->get("patches"), "[source] patches", p.string() + ": no such file");
-      if (!out.source.config_fragment.empty() && !fs::exists(out.source.config_fragment))
-        r.fail(*r.table("source")->get("config_fragment"), "[source] config_fragment",
-               out.source.config_fragment.string() + ": no such file");
+      keep_or("package", out.source.package);
+      keep_or("version", out.source.version);
+      keep_or("base_config", out.source.base_config);
+      if (auto f = r.string("source", "config_fragment")) {
+        out.source.config_fragment = f->empty() ? fs::path() : dir / *f;  // "" drops an inherited one
+        if (!f->empty() && !fs::exists(out.source.config_fragment))
+          r.fail(*r.table("source")->get("config_fragment"), "[source] config_fragment",
+                 out.source.config_fragment.string() + ": no such file");
+      }
+      if (auto m = r.boolean("source", "modules")) out.source.loadable_modules = *m;
+      if (auto list = r.strings("source", "patches")) {
+        out.source.patches.clear();
+        for (const auto& p : *list) out.source.patches.push_back(dir / p);
+        for (const auto& p : out.source.patches)
+          if (!fs::exists(p))
+            r.fail(*r.table("source")->get("patches"), "[source] patches", p.string() + ": no such file");
+      }
     } else {
       r.fail(*r.table("source")->get("type"), "[source] type",
              "'" + type + "': expected \"package\" or \"source\"");

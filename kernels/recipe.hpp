@@ -33,7 +33,8 @@ struct SourceBuild {
   bool loadable_modules = true;
 };
 
-// A config requirement: CONFIG_<option> must have one of `allowed` ("y", "m", or a literal value).
+// A config requirement: CONFIG_<option> must have one of `allowed` ("y", "m", or a literal value;
+// "n": off, which a config writes as "# CONFIG_X is not set", as "CONFIG_X=n" or by leaving it out).
 struct ConfigRequirement {
   std::string option;                // without the CONFIG_ prefix
   std::vector<std::string> allowed;  // default {"y"}
