@@ -40,6 +40,7 @@ json to_json(const Repetition& r) {
   if (!r.reason.empty()) j["reason"] = r.reason;
   if (!r.profile.empty()) j["profile"] = r.profile;
   if (!r.trace.empty()) j["trace"] = r.trace;
+  if (!r.kernel.empty()) j["kernel"] = r.kernel;
   return j;
 }
 
@@ -119,6 +120,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.system = optional_object(c, "system");
   r.profile = optional_object(c, "profile");
   r.trace = optional_object(c, "trace");
+  r.kernel = optional_object(c, "kernel");
   return r;
 }
 

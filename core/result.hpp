@@ -57,6 +57,9 @@ struct Repetition {
   nlohmann::json system = nlohmann::json::object();     // per-CPU /proc deltas (SystemStatsSource)
   nlohmann::json profile = nlohmann::json::object();    // per-symbol sample histogram (ProfileSource)
   nlohmann::json trace = nlohmann::json::object();      // per-task scheduler trace summary (TraceSource)
+  // The kernel's state around the repetition (taint, clocksource before and after; see
+  // kernel_state_change in collector/sysinfo): a WARN or a clocksource switch during it shows here.
+  nlohmann::json kernel = nlohmann::json::object();
 
   bool ok() const { return status == status::kOk; }
 };

@@ -473,6 +473,7 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
   r.environment = environment_differences(sides);
   check_hardware(sides, options.force, r.warnings);
   check_method(r.environment, options.force, r.warnings);
+  check_setup(sides, r.environment, r.warnings);
   // Pairing is decided per instance: the side is interleaved with the base when every instance they
   // share (with >= 2 trials a side) is.
   std::vector<std::vector<std::string>> blocked(sides.size());

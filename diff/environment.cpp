@@ -29,6 +29,9 @@ constexpr EnvironmentField kFields[] = {
     {"emulation", "/kernel/booted_by/accel", "environment"},
     {"host.online_cpus", "/host/topology/online_cpus", "environment"},
     {"kernel.clocksource", "/kernel/clocksource/current", "environment"},
+    // The filesystem the suite ran from (issue #31.5): a qemu guest's 9p share or the overlay on its
+    // ext4 image; workloads that exec or read files time the filesystem too.
+    {"root_fs", "/environment/root_fs/type", "environment"},
     {"kernel.mitigations", "/kernel/mitigations", "environment"},
     {"governor", "/configuration/governor", "environment"},
     {"boost", "/configuration/boost", "environment"},
@@ -167,6 +170,79 @@ std::vector<EnvironmentDifference> environment_differences(const std::vector<Sid
     out.push_back(std::move(d));
   }
   return out;
+}
+
+std::vector<std::string> trial_kernel_warnings(const Side& side) {
+  std::vector<std::string> out;
+  std::string tainted, clock_changed, pin_missed;
+  std::set<std::string> new_flags;
+  for (const auto& b : side.bundles) {
+    const auto& k = b.bundle.kernel;
+    if (!k.is_object()) continue;
+    const std::string trial = std::to_string(b.bundle.trial + 1);
+    auto object_at = [&](const char* key) {
+      auto it = k.find(key);
+      return it != k.end() && it->is_object() ? *it : nlohmann::json::object();
+    };
+    const auto during = object_at("during_trial");
+    if (during.contains("tainted") && during["tainted"] == true) {
+      tainted += (tainted.empty() ? "" : ", ") + trial;
+      new_flags.insert(during.contains("new_taint_flags") ? as_text(during["new_taint_flags"]) : "?");
+    }
+    if (during.contains("clocksource_changed") && during["clocksource_changed"] == true) {
+      std::string seen;
+      const auto seen_list = during.value("clocksources", nlohmann::json::array());
+      for (const auto& c : seen_list) seen += (seen.empty() ? "" : " -> ") + as_text(c);
+      clock_changed += (clock_changed.empty() ? "" : ", ") + trial + " (" + seen + ")";
+    }
+    const auto clock = object_at("clocksource");
+    const auto pinned = clock.value("pinned", nlohmann::json()),
+               current = clock.value("current", nlohmann::json());
+    if (pinned.is_string() && current.is_string() && pinned != current)
+      pin_missed += (pin_missed.empty() ? "" : ", ") + trial + " (clocksource=" + as_text(pinned) +
+                    " on the cmdline, " + as_text(current) + " in use)";
+  }
+  if (!tainted.empty())
+    out.push_back(fmt::format(
+        "{}: the kernel was tainted during trial {} (new taint flags {}; W: a WARN, D: an Oops it survived): "
+        "its results come from a kernel in trouble; see the guest's console log",
+        side.name, tainted, joined(new_flags, "?")));
+  if (!clock_changed.empty())
+    out.push_back(
+        fmt::format("{}: the clocksource changed during trial {}: timings before and after the "
+                    "switch read different clocks (pin it with clocksource= in the recipe's cmdline)",
+                    side.name, clock_changed));
+  if (!pin_missed.empty())
+    out.push_back(
+        fmt::format("{}: the pinned clocksource was not the one in use in trial {} (the kernel's "
+                    "watchdog found it unstable?)",
+                    side.name, pin_missed));
+  return out;
+}
+
+void check_setup(const std::vector<Side>& sides, const std::vector<EnvironmentDifference>& differences,
+                 std::vector<std::string>& warnings) {
+  for (const auto& d : differences) {
+    if (d.field != "root_fs" && d.field != "kernel.clocksource") continue;
+    std::string listing;
+    bool unrecorded = false;  // a bundle from before the field was recorded: listed, not warned about
+    for (const auto& [side, value] : d.values) {
+      listing += (listing.empty() ? "" : ", ") + side + " " + value;
+      unrecorded = unrecorded || value.find("(absent)") != std::string::npos;
+    }
+    if (unrecorded) continue;
+    if (d.field == "root_fs")
+      warnings.push_back(
+          "different root filesystems (" + listing +
+          "): workloads that exec or read files time the filesystem as well as the kernel; boot "
+          "both sides with the same `kernel boot --root`");
+    else
+      warnings.push_back("different clocksources (" + listing +
+                         "): clock reads and timers cost differently on each (6.1 under qemu64 falls back to "
+                         "hpet); pin it with clocksource= in the recipes' [boot] cmdline");
+  }
+  for (const auto& s : sides)
+    for (auto& w : trial_kernel_warnings(s)) warnings.push_back(std::move(w));
 }
 
 void check_hardware(const std::vector<Side>& sides, bool force, std::vector<std::string>& warnings) {

@@ -28,6 +28,17 @@ std::vector<EnvironmentDifference> environment_differences(const std::vector<Sid
 // Different hardware fingerprints: an InputError, or with `force` a warning that heads the output.
 void check_hardware(const std::vector<Side>& sides, bool force, std::vector<std::string>& warnings);
 
+// What a side's bundles say the kernel did during their trials: tainted (a WARN, an Oops it survived),
+// a clocksource switch, a pinned clocksource not in use. One warning per kind, naming the trials.
+std::vector<std::string> trial_kernel_warnings(const Side& side);
+
+// Warnings for setup differences that move timings without being the configuration under test: the
+// root filesystem and the clocksource differing between sides (listed, never refused: the clocksource
+// can be the kernel's own choice, and older bundles do not record the root), plus each side's
+// trial_kernel_warnings.
+void check_setup(const std::vector<Side>& sides, const std::vector<EnvironmentDifference>& differences,
+                 std::vector<std::string>& warnings);
+
 // A difference of category "method" (counters, their scope, isolation, profile or trace on timed
 // repetitions): an InputError, or with `force` a warning that heads the output.
 void check_method(const std::vector<EnvironmentDifference>& differences, bool force,

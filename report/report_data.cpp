@@ -1,5 +1,6 @@
 // The page's data block: identities, the diff (as `schedlab diff --json` writes it), series, environment.
 #include "core/error.hpp"
+#include "diff/environment.hpp"
 #include "report/report.hpp"
 #include "report/report_parts.hpp"
 
@@ -21,6 +22,8 @@ nlohmann::json report_data(const std::vector<Side>& sides, const DiffOptions& op
         break;
       }
     }
+    // With two sides or more these come with the diff's warnings.
+    for (auto& w : trial_kernel_warnings(sides.front())) warnings.push_back(std::move(w));
   }
   return {{"schema", kReportSchema},
           {"sides", report::side_identities(sides)},

@@ -229,6 +229,79 @@ TEST_F(Diff, AChangeOfMeasuringMethodIsListedAndRefusedUnlessForced) {
   EXPECT_NE(text.find("method        method.counters"), std::string::npos) << text;
 }
 
+// #31.5: the root filesystem a side ran from is in its bundles; a 9p guest against an ext4 host (or the
+// overlay of `kernel boot --root image`) is listed and warned about, not refused (as the clocksource and
+// emulation are: a difference of setup, listed; refusals are for other hardware and other methods).
+TEST_F(Diff, ADifferentRootFilesystemIsListedAndWarnedAbout) {
+  const auto base = nlohmann::json::parse(slurp(base_));
+  ASSERT_TRUE(base["environment"]["root_fs"].is_object()) << base["environment"];
+  EXPECT_TRUE(base["environment"]["root_fs"]["type"].is_string());
+  auto ninep = variant("root-9p", [](auto& j) {
+    j["environment"]["root_fs"] = {{"type", "9p"}, {"source", "hostroot"}};
+  });
+  auto o = schedlab("diff --json " + base_ + " " + ninep);
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto j = nlohmann::json::parse(o.out);
+  bool listed = false;
+  for (const auto& d : j["environment_differences"])
+    listed = listed || (d["field"] == "root_fs" && d["category"] == "environment");
+  EXPECT_TRUE(listed) << j["environment_differences"];
+  bool warned = false;
+  for (const auto& w : j["warnings"])
+    warned = warned || w.get<std::string>().find("different root filesystems") != std::string::npos;
+  EXPECT_TRUE(warned) << j["warnings"];
+  // A bundle from before the root was recorded: listed as absent, no warning.
+  auto older = variant("root-unrecorded", [](auto& b) { b["environment"].erase("root_fs"); });
+  j = nlohmann::json::parse(schedlab("diff --json " + base_ + " " + older).out);
+  for (const auto& w : j["warnings"])
+    EXPECT_EQ(w.get<std::string>().find("root filesystems"), std::string::npos) << w;
+}
+
+// #31.6: a trial during which the kernel was tainted (a WARN: bit 9, "W") is named in a warning.
+TEST_F(Diff, ATrialThatTaintedTheKernelIsWarnedAbout) {
+  const auto base = nlohmann::json::parse(slurp(base_));
+  const auto& during = base["kernel"]["during_trial"];
+  ASSERT_TRUE(during.is_object()) << base["kernel"];
+  ASSERT_TRUE(base["instances"][0]["repetitions"][0]["kernel"].is_object());
+  auto clean = schedlab("diff " + base_ + " " + trials_[1]).out;
+  EXPECT_EQ(clean.find("tainted"), std::string::npos) << clean;
+  auto warned = variant("tainted", [](auto& j) {
+    j["kernel"]["during_trial"]["tainted"] = true;
+    j["kernel"]["during_trial"]["new_taint_value"] = 512;
+    j["kernel"]["during_trial"]["new_taint_flags"] = "W";
+    j["label"] = "warned";
+  });
+  auto o = schedlab("diff " + base_ + " " + warned);
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("the kernel was tainted during trial 1 (new taint flags W"), std::string::npos)
+      << o.out;
+}
+
+// #31.16: the clocksource differing between the sides, or switching during a trial, is warned about.
+TEST_F(Diff, AClocksourceDifferenceOrSwitchIsWarnedAbout) {
+  const auto base = nlohmann::json::parse(slurp(base_));
+  const auto current = base["kernel"]["clocksource"]["current"];
+  ASSERT_TRUE(current.is_string()) << base["kernel"]["clocksource"];
+  auto clean = schedlab("diff " + base_ + " " + trials_[1]).out;
+  EXPECT_EQ(clean.find("clocksource"), std::string::npos) << clean;
+  auto hpet = variant("clock-hpet", [](auto& j) { j["kernel"]["clocksource"]["current"] = "hpet"; });
+  auto o = schedlab("diff " + base_ + " " + hpet);
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("different clocksources"), std::string::npos) << o.out;
+  auto switched = variant("clock-switched", [&](auto& j) {
+    j["kernel"]["during_trial"]["clocksources"] = {current, "hpet"};
+    j["kernel"]["during_trial"]["clocksource_changed"] = true;
+  });
+  o = schedlab("diff " + base_ + " " + switched);
+  EXPECT_NE(o.out.find("the clocksource changed during trial 1 (" + current.get<std::string>() + " -> hpet)"),
+            std::string::npos)
+      << o.out;
+  auto missed =
+      variant("clock-pin-missed", [](auto& j) { j["kernel"]["clocksource"]["pinned"] = "acpi_pm"; });
+  o = schedlab("diff " + base_ + " " + missed);
+  EXPECT_NE(o.out.find("clocksource=acpi_pm on the cmdline"), std::string::npos) << o.out;
+}
+
 // #28.4: a quick run of several trials gets a verdict, and its warning says so instead of "too few
 // repetitions for verdicts"; the interval's column shows the level the exact interval achieves.
 TEST_F(Diff, AQuickRunsWarningAgreesWithItsVerdictAndTheLevelIsTheAchievedOne) {

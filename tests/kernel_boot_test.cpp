@@ -128,6 +128,13 @@ TEST(KernelBoot, Debian61And612BootRunTheSuiteAndDiff) {
     }
     EXPECT_EQ(side->record["status"], "ok");
     EXPECT_TRUE(side->record["seconds"]["first_output"].is_number());
+    // #31: the guest's setup is in the bundle: the 9p root it ran from, its taint, its clocksources.
+    EXPECT_EQ(side->bundle["environment"]["root_fs"]["type"], "9p") << side->bundle["environment"]["root_fs"];
+    EXPECT_TRUE(k["taint"]["value"].is_number()) << k["taint"];
+    EXPECT_TRUE(k["during_trial"]["tainted"].is_boolean()) << k["during_trial"];
+    EXPECT_FALSE(k["during_trial"]["clocksources"].empty()) << k["during_trial"];
+    std::cout << recipe.name << ": taint " << k["taint"] << ", during the trial " << k["during_trial"]
+              << "\n";
   }
   auto schedstat_version = [](const json& bundle) {
     return bundle["instances"][0]["repetitions"][0]["system"]["schedstat"]["version"];
@@ -159,6 +166,7 @@ TEST(KernelBoot, Debian61And612BootRunTheSuiteAndDiff) {
   std::cout << "clocksource: 6.1 " << cs_a << ", 6.12 " << cs_b << "\n";
   if (cs_a != cs_b) {
     EXPECT_NE(diff.out.find("kernel.clocksource"), std::string::npos) << diff.out;
+    EXPECT_NE(diff.out.find("WARNING: different clocksources"), std::string::npos) << diff.out;
   }
   for (const auto* side : {&a, &b})
     std::cout << side->record["recipe"]["name"] << " boot seconds: " << side->record["seconds"].dump()

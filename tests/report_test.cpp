@@ -118,6 +118,27 @@ TEST(Report, AChangeOfMeasuringMethodIsRefusedAndWithForceShownAsADifference) {
             0u);
 }
 
+// #31.6: a one-side report names a trial that tainted the kernel, as diff does (the fixture bundle with
+// its trial marked as a WARN would mark it).
+TEST(Report, OneSideWarnsOfATrialThatTaintedTheKernel) {
+  TempDir dir;
+  auto bundle = nlohmann::json::parse(slurp(kYieldWakeup));
+  bundle["kernel"]["during_trial"] = {
+      {"tainted", true}, {"new_taint_value", 512}, {"new_taint_flags", "W"}, {"clocksource_changed", false}};
+  const auto tainted = (dir.path() / "tainted.json").string();
+  testing::spit(tainted, bundle.dump());
+  auto html = (dir.path() / "one.html").string();
+  ASSERT_EQ(schedlab("report " + tainted + " -o " + html).code, 0);
+  const auto warnings = report_data_of(slurp(html))["warnings"];
+  bool warned = false;
+  for (const auto& w : warnings)
+    warned = warned || w.get<std::string>().find("the kernel was tainted during trial") != std::string::npos;
+  EXPECT_TRUE(warned) << warnings;
+  // The bundle as captured (from before #31, no during_trial): no such warning.
+  ASSERT_EQ(schedlab("report " + kYieldWakeup + " -o " + html).code, 0);
+  EXPECT_EQ(report_data_of(slurp(html))["warnings"].dump().find("tainted"), std::string::npos);
+}
+
 TEST(Report, OneSideHasValuesAndHistogramsButNoVerdicts) {
   TempDir dir;
   auto html = (dir.path() / "one.html").string();

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "collector/runner/repetition.hpp"
+#include "collector/runner/runner.hpp"
+#include "core/bundle_io.hpp"
 #include "test_util.hpp"
 
 namespace schedlab {
@@ -157,6 +159,76 @@ TEST(Runner, NoLeafIsLeftBehind) {
   auto rep = run(w, IsolationMode::kAuto);
   if (rep.isolation.at("mode") != "cgroup") GTEST_SKIP() << "no cgroup v2 here";
   EXPECT_FALSE(std::filesystem::exists(rep.isolation.at("cgroup").get<std::string>()));
+}
+
+// The runner records what the kernel did around each repetition (issue #31.6, #31.16): a host root
+// made of the real captures tests/fixtures/vm-6.18 (topology, load) and vm-6.18-provenance (taint 0,
+// clocksource tsc); the test's progress callback then does what a kernel would: sets the WARN taint
+// bit during one repetition and switches the clocksource (to kvm-clock, one of the capture's
+// available ones) during another.
+class TaintingProgress : public Progress {
+ public:
+  explicit TaintingProgress(std::filesystem::path root) : root_(std::move(root)) {}
+  void started(const ProgressState& s) override {
+    if (s.trial == 0 && s.repetition == 2) testing::spit(root_ / "proc/sys/kernel/tainted", "512\n");
+    if (s.trial == 1 && s.repetition == 1)
+      testing::spit(root_ / "sys/devices/system/clocksource/clocksource0/current_clocksource", "kvm-clock\n");
+  }
+  void finished(const ProgressState&, const Repetition&) override {}
+  void message(const std::string&) override {}
+  void done() override {}
+
+ private:
+  std::filesystem::path root_;
+};
+
+TEST(Runner, RecordsTaintAndClocksourceAroundEachRepetition) {
+  namespace fs = std::filesystem;
+  testing::TempDir root, out;
+  const fs::path fixtures = SCHEDLAB_FIXTURES_DIR;
+  fs::copy(fixtures / "vm-6.18", root.path(), fs::copy_options::recursive);
+  fs::copy(fixtures / "vm-6.18-provenance", root.path(),
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  RunPlan plan;
+  plan.instances = {{"yield", "yield", {{"yields", "1000"}}}};
+  plan.repetitions = 3;
+  plan.trials = 2;
+  plan.counters = false;
+  plan.isolation = IsolationMode::kProcessGroup;
+  plan.settle.max_wait_s = 0;
+  plan.out_dir = out.path();
+  PreparedRun run(plan, HostPaths::under(root.path()));
+  TaintingProgress progress(root.path());
+  const auto outcome = execute(run, progress);
+  ASSERT_EQ(outcome.bundles.size(), 2u);
+
+  const auto first = load_bundle(outcome.bundles[0]), second = load_bundle(outcome.bundles[1]);
+  EXPECT_EQ(first.kernel["taint"], (nlohmann::json{{"value", 0}, {"flags", ""}}));
+  const auto& reps =
+      first.instances.at(0).repetitions;  // repetition 2 of the progress is the second timed one
+  ASSERT_EQ(reps.size(), 3u);
+  EXPECT_FALSE(reps[0].kernel.at("tainted"));
+  EXPECT_TRUE(reps[1].kernel.at("tainted")) << reps[1].kernel.dump();
+  EXPECT_EQ(reps[1].kernel.at("new_taint_flags"), "W");
+  EXPECT_EQ(reps[1].kernel["after"]["taint"]["value"], 512);
+  EXPECT_FALSE(reps[2].kernel.at("tainted"));
+  const auto& during = first.kernel.at("during_trial");
+  EXPECT_TRUE(during.at("tainted"));
+  EXPECT_EQ(during.at("new_taint_flags"), "W");
+  EXPECT_EQ(during.at("clocksources"), nlohmann::json::array({"tsc"}));
+  EXPECT_FALSE(during.at("clocksource_changed"));
+
+  // The second trial starts tainted: nothing new happened in it, but its clocksource switched.
+  EXPECT_EQ(second.kernel["taint"]["flags"], "W");
+  const auto& warmup = *second.instances.at(0).warmup;
+  const auto& switched = second.instances.at(0).repetitions.at(0);
+  EXPECT_FALSE(warmup.kernel.at("clocksource_changed"));
+  EXPECT_TRUE(switched.kernel.at("clocksource_changed"));
+  EXPECT_EQ(switched.kernel["after"]["clocksource"], "kvm-clock");
+  const auto& later = second.kernel.at("during_trial");
+  EXPECT_FALSE(later.at("tainted"));
+  EXPECT_EQ(later.at("clocksources"), nlohmann::json::array({"tsc", "kvm-clock"}));
+  EXPECT_TRUE(later.at("clocksource_changed"));
 }
 
 }  // namespace

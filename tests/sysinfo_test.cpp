@@ -283,5 +283,105 @@ TEST(Sysinfo, PreemptModeFromCmdline) {
   EXPECT_EQ(collect_sysinfo(root.paths()).kernel["preempt"], "dynamic:full");
 }
 
+// ---- setup facts of issue #31: root filesystem, taint, clocksource (tests/fixtures/vm-6.18-provenance)
+
+const fs::path kProvenance = fs::path(SCHEDLAB_FIXTURES_DIR) / "vm-6.18-provenance";
+
+// A copy of the provenance capture with one file replaced (the states this VM was not in).
+class ProvenanceRoot {
+ public:
+  ProvenanceRoot() { fs::copy(kProvenance, dir_.path(), fs::copy_options::recursive); }
+  void write(const std::string& relative, const std::string& content) {
+    std::ofstream(dir_.path() / relative, std::ios::trunc) << content;
+  }
+  std::string read(const std::string& relative) const {
+    return read_text(dir_.path() / relative).value_or("");
+  }
+  HostPaths paths() const { return HostPaths::under(dir_.path()); }
+
+ private:
+  TempDir dir_;
+};
+
+TEST(SysinfoSetup, RootFilesystemIsTheTopmostRootMount) {
+  // proc/mounts: "/dev/vda / ext4 rw,relatime,discard,..."
+  EXPECT_EQ(collect_sysinfo(HostPaths::under(kProvenance)).environment["root_fs"],
+            (json{{"type", "ext4"}, {"source", "/dev/vda"}}));
+  // The guest of `kernel boot --root 9p` runs chrooted on the 9p share mounted as guest_init.cpp does
+  // (`mount -t 9p ... hostroot /host`): a chrooted process's proc/mounts shows it as "/". The line
+  // below is that mount's source, mountpoint and type (its options are shortened).
+  ProvenanceRoot ninep;
+  std::string mounts = ninep.read("proc/mounts");
+  const auto root_line = mounts.find("/dev/vda / ext4");
+  ASSERT_NE(root_line, std::string::npos);
+  mounts.replace(root_line, mounts.find('\n', root_line) - root_line, "hostroot / 9p ro,relatime 0 0");
+  ninep.write("proc/mounts", mounts);
+  EXPECT_EQ(collect_sysinfo(ninep.paths()).environment["root_fs"],
+            (json{{"type", "9p"}, {"source", "hostroot"}}));
+  // --root image: an overlay on the ext4 image, mounted over an earlier root; the last "/" is on top.
+  ProvenanceRoot image;
+  image.write("proc/mounts",
+              image.read("proc/mounts") +
+                  "overlay / overlay rw,relatime,lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work 0 0\n");
+  EXPECT_EQ(collect_sysinfo(image.paths()).environment["root_fs"]["type"], "overlay");
+  // Unreadable: null, not a guess.
+  TempDir empty;
+  EXPECT_TRUE(collect_sysinfo(HostPaths::under(empty.path())).environment["root_fs"].is_null());
+}
+
+TEST(SysinfoSetup, TaintLettersFollowTheKernelsTable) {
+  // kernel/panic.c taint_flags, by bit: TAINT_PROPRIETARY_MODULE 0 'P', TAINT_DIE 7 'D', TAINT_WARN 9 'W',
+  // TAINT_OOT_MODULE 12 'O', TAINT_UNSIGNED_MODULE 13 'E', TAINT_TEST 18 'N'.
+  EXPECT_EQ(taint_letters(0), "");
+  EXPECT_EQ(taint_letters(1UL << 9), "W");
+  EXPECT_EQ(taint_letters((1UL << 7) | (1UL << 9)), "DW");
+  EXPECT_EQ(taint_letters(1UL | (1UL << 12) | (1UL << 13)), "POE");
+  EXPECT_EQ(taint_letters(1UL << 18), "N");
+  EXPECT_EQ(taint_letters(1UL << 30), "?30");
+}
+
+TEST(SysinfoSetup, TaintIsRecordedWithItsLetters) {
+  // proc/sys/kernel/tainted: "0"
+  EXPECT_EQ(collect_sysinfo(HostPaths::under(kProvenance)).kernel["taint"],
+            (json{{"value", 0}, {"flags", ""}}));
+  ProvenanceRoot warned;
+  warned.write("proc/sys/kernel/tainted", "512\n");
+  EXPECT_EQ(collect_sysinfo(warned.paths()).kernel["taint"], (json{{"value", 512}, {"flags", "W"}}));
+  TempDir empty;
+  EXPECT_TRUE(collect_sysinfo(HostPaths::under(empty.path())).kernel["taint"].is_null());
+}
+
+TEST(SysinfoSetup, KernelStateChangeNamesNewTaintAndAClocksourceSwitch) {
+  ProvenanceRoot root;
+  const auto before = kernel_state(root.paths());
+  EXPECT_EQ(before, (json{{"taint", {{"value", 0}, {"flags", ""}}}, {"clocksource", "tsc"}}));
+  auto same = kernel_state_change(before, kernel_state(root.paths()));
+  EXPECT_FALSE(same["tainted"]);
+  EXPECT_FALSE(same["clocksource_changed"]);
+  // A WARN during the repetition sets bit 9; the watchdog switches to another available clocksource.
+  root.write("proc/sys/kernel/tainted", "512\n");
+  root.write("sys/devices/system/clocksource/clocksource0/current_clocksource", "kvm-clock\n");
+  auto changed = kernel_state_change(before, kernel_state(root.paths()));
+  EXPECT_TRUE(changed["tainted"]);
+  EXPECT_EQ(changed["new_taint_flags"], "W");
+  EXPECT_TRUE(changed["clocksource_changed"]);
+  EXPECT_EQ(changed["after"]["clocksource"], "kvm-clock");
+  // Already tainted before: nothing new.
+  auto again = kernel_state_change(kernel_state(root.paths()), kernel_state(root.paths()));
+  EXPECT_FALSE(again["tainted"]);
+}
+
+TEST(SysinfoSetup, ClocksourcePinnedOnTheCmdlineIsRecorded) {
+  // vm-6.18's proc/cmdline has no clocksource=: nothing pinned; its current one is "tsc".
+  const auto plain = collect_sysinfo(HostPaths::under(kFixture)).kernel["clocksource"];
+  EXPECT_TRUE(plain["pinned"].is_null());
+  EXPECT_EQ(plain["current"], "tsc");
+  DerivedRoot pinned;
+  std::string cmdline = trim(pinned.read("proc/cmdline"));
+  cmdline.insert(cmdline.find(" -- "), " clocksource=kvm-clock");
+  pinned.write("proc/cmdline", cmdline + "\n");
+  EXPECT_EQ(collect_sysinfo(pinned.paths()).kernel["clocksource"]["pinned"], "kvm-clock");
+}
+
 }  // namespace
 }  // namespace schedlab

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -182,6 +183,35 @@ nlohmann::json instrumentation_record(const DiagnosticsPlan& d) {
         {"schedstats", "switched on for each diagnostic repetition where kernel.sched_schedstats was 0"}}}};
 }
 
+// The trial's summary of what the kernel did while it ran (bundle.kernel.during_trial): whether a
+// repetition tainted it (a WARN, an Oops the kernel survived: the results after it come from a kernel
+// in trouble) and which clocksources the repetitions ran on (6.1 under qemu falls back to hpet).
+void note_clocksource(nlohmann::json& trial_kernel, const nlohmann::json& clocksource) {
+  if (!clocksource.is_string()) return;
+  auto& seen = trial_kernel["clocksources"];
+  if (std::find(seen.begin(), seen.end(), clocksource) == seen.end()) seen.push_back(clocksource);
+  trial_kernel["clocksource_changed"] = seen.size() > 1;
+}
+
+void note_kernel_change(nlohmann::json& trial_kernel, const nlohmann::json& change) {
+  auto taint_of = [&](const char* when) {
+    const auto state = change.value(when, nlohmann::json());
+    return state.is_object() && state.contains("taint") && state["taint"].is_object()
+               ? state["taint"].value("value", 0UL)
+               : 0UL;
+  };
+  if (change.value("tainted", false)) {
+    const unsigned long added =
+        trial_kernel.value("new_taint_value", 0UL) | (taint_of("after") & ~taint_of("before"));
+    trial_kernel["tainted"] = true;
+    trial_kernel["new_taint_value"] = added;
+    trial_kernel["new_taint_flags"] = taint_letters(added);
+  }
+  for (const char* when : {"before", "after"})
+    if (change.contains(when) && change[when].is_object())
+      note_clocksource(trial_kernel, change[when].value("clocksource", nlohmann::json()));
+}
+
 }  // namespace
 
 RunOutcome execute(PreparedRun& run, Progress& progress) {
@@ -217,6 +247,12 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
     bundle.environment = sys.environment;
     bundle.provenance = sys.provenance;
     bundle.provenance["seed"] = plan.seed;
+    nlohmann::json trial_kernel = {{"tainted", false},
+                                   {"new_taint_value", 0},
+                                   {"new_taint_flags", ""},
+                                   {"clocksources", nlohmann::json::array()},
+                                   {"clocksource_changed", false}};
+    note_clocksource(trial_kernel, sys.kernel["clocksource"].value("current", nlohmann::json()));
 
     const auto order = shuffled_order(run.instances().size(), plan.seed + static_cast<std::uint64_t>(trial));
     for (std::size_t pos = 0; pos < order.size() && !outcome.interrupted; ++pos) {
@@ -245,6 +281,8 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
                          monotonic_seconds() - start,
                          done ? work_s / done * (total - done) : -1.0,
                          headline_of(*pi.workload)};
+        // Read before the progress line is out: what the kernel does from here on is this repetition's.
+        const auto kernel_before = kernel_state(run.paths());
         progress.started(ps);
         const bool is_diagnostic = r > plan.repetitions;
         RepetitionRequest req;
@@ -274,6 +312,8 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
           rep.status = status::kFailed;
           rep.reason = std::string("the runner could not run this repetition: ") + e.what();
         }
+        rep.kernel = kernel_state_change(kernel_before, kernel_state(run.paths()));
+        note_kernel_change(trial_kernel, rep.kernel);
         rep.warmup = r == 0;
         rep.index = r == 0 ? 0 : is_diagnostic ? diagnostic_index : r - 1;
         work_s += rep.duration_s;
@@ -292,6 +332,11 @@ RunOutcome execute(PreparedRun& run, Progress& progress) {
       bundle.instances.push_back(std::move(inst));
     }
     bundle.finished_at = utc_timestamp();
+    // Between repetitions too (settling, writing): what the trial started with against what it ended with.
+    trial_kernel["taint_at_end"] = taint_state(run.paths());
+    note_kernel_change(trial_kernel, kernel_state_change({{"taint", bundle.kernel["taint"]}},
+                                                         {{"taint", trial_kernel["taint_at_end"]}}));
+    bundle.kernel["during_trial"] = std::move(trial_kernel);
     // Named as people count, as `show` and the progress lines do ("trial 1/3"); the bundle's `trial`
     // field stays the 0-based index that the diff and the store order trials by.
     const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial + 1);

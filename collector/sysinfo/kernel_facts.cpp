@@ -132,12 +132,23 @@ Preempt preempt_from_version(const std::string& version, const std::optional<std
   return {"unknown", "unknown"};
 }
 
-json clocksource(const HostPaths& paths) {
+std::optional<std::string> current_clocksource(const HostPaths& paths) {
+  return read_trimmed(paths.sys / "devices/system/clocksource/clocksource0/current_clocksource");
+}
+
+// "pinned" is what clocksource= on the cmdline asked for (a recipe pins it that way): a kernel whose
+// watchdog marked the pinned one unstable runs on another, and "current" shows it.
+json clocksource(const HostPaths& paths, const std::optional<std::string>& cmdline) {
   const auto dir = paths.sys / "devices/system/clocksource/clocksource0";
   auto available = read_trimmed(dir / "available_clocksource");
-  return {{"current", or_null(read_trimmed(dir / "current_clocksource"))},
-          {"available", available ? json(split_ws(*available)) : json(nullptr)}};
+  return {{"current", or_null(current_clocksource(paths))},
+          {"available", available ? json(split_ws(*available)) : json(nullptr)},
+          {"pinned", or_null(cmdline ? cmdline_param(*cmdline, "clocksource") : std::nullopt)}};
 }
+
+// The letters of kernel/panic.c's taint_flags, indexed by bit (TAINT_PROPRIETARY_MODULE = 0, ...,
+// TAINT_DIE = 7, TAINT_WARN = 9, ..., TAINT_FWCTL = 19 since 6.15).
+constexpr char kTaintLetters[] = "PFSRMBUDAWCIOELKXTNJ";
 
 // "6.18.44-fc-v595" -> {6, 18}.
 std::optional<std::pair<long, long>> major_minor(const json& release) {
@@ -252,7 +263,8 @@ json kernel_facts(const HostPaths& paths) {
           {"hz_source", hz ? "config" : "unknown"},
           {"preempt", preempt->model},
           {"preempt_source", preempt->source},
-          {"clocksource", clocksource(paths)},
+          {"clocksource", clocksource(paths, cmdline)},
+          {"taint", taint_state(paths)},
           {"mitigations", files_in(paths.sys / "devices/system/cpu/vulnerabilities", "")},
           {"config_source", config_source},
           {"config_hash", config_text ? json(canonical_hash(*config_text)) : json(nullptr)},
@@ -278,3 +290,62 @@ json scheduler_facts(const HostPaths& paths, const json& release) {
 }
 
 }  // namespace schedlab::sysinfo_detail
+
+namespace schedlab {
+
+std::string taint_letters(unsigned long mask) {
+  using sysinfo_detail::kTaintLetters;
+  std::string out;
+  constexpr unsigned kKnown = sizeof(kTaintLetters) - 1;
+  for (unsigned bit = 0; bit < sizeof(mask) * 8; ++bit) {
+    if (!(mask & (1UL << bit))) continue;
+    out += bit < kKnown ? std::string(1, kTaintLetters[bit]) : "?" + std::to_string(bit);
+  }
+  return out;
+}
+
+nlohmann::json taint_state(const HostPaths& paths) {
+  auto text = sysinfo_detail::read_trimmed(paths.proc / "sys/kernel/tainted");
+  unsigned long mask = 0;
+  if (!text) return nullptr;
+  auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), mask);
+  if (ec != std::errc() || p != text->data() + text->size()) return nullptr;
+  return {{"value", mask}, {"flags", taint_letters(mask)}};
+}
+
+nlohmann::json kernel_state(const HostPaths& paths) {
+  return {{"taint", taint_state(paths)},
+          {"clocksource", sysinfo_detail::or_null(sysinfo_detail::current_clocksource(paths))}};
+}
+
+nlohmann::json kernel_state_change(const nlohmann::json& before, const nlohmann::json& after) {
+  auto mask = [](const nlohmann::json& state) -> std::optional<unsigned long> {
+    if (!state.is_object() || !state.contains("taint") || !state["taint"].is_object()) return std::nullopt;
+    return state["taint"].value("value", 0UL);
+  };
+  auto was = mask(before), is = mask(after);
+  // Taint bits are only ever set: the new ones are what happened during the repetition.
+  const unsigned long added = was && is ? *is & ~*was : 0;
+  const auto clock = [](const nlohmann::json& state) {
+    return state.is_object() ? state.value("clocksource", nlohmann::json()) : nlohmann::json();
+  };
+  return {{"before", before},
+          {"after", after},
+          {"tainted", added != 0},
+          {"new_taint_flags", taint_letters(added)},
+          {"clocksource_changed", clock(before) != clock(after)}};
+}
+
+nlohmann::json root_filesystem(const HostPaths& paths) {
+  auto text = read_text(paths.proc / "mounts");
+  if (!text) return nullptr;
+  nlohmann::json root = nullptr;
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) {
+    const auto words = split_ws(line);  // source mountpoint type options dump pass
+    if (words.size() >= 3 && words[1] == "/") root = {{"type", words[2]}, {"source", words[0]}};
+  }
+  return root;
+}
+
+}  // namespace schedlab

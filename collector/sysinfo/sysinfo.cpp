@@ -281,6 +281,7 @@ json environment_facts(const HostPaths& paths) {
   env["isolcpus"] = cpu_set(cmdline, "isolcpus", cpu / "isolated");
   env["nohz_full"] = cpu_set(cmdline, "nohz_full", cpu / "nohz_full");
   env["steal_ticks"] = steal_ticks(paths);
+  env["root_fs"] = root_filesystem(paths);
   return env;
 }
 

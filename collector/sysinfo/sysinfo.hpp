@@ -17,10 +17,10 @@ namespace schedlab {
 struct SysinfoReport {
   std::string boot_id;           // /proc/sys/kernel/random/boot_id, "unknown" when unreadable
   nlohmann::json host;           // hardware identity + "fingerprint" (the hostname is not part of it)
-  nlohmann::json kernel;         // release, version, cmdline, hz, preempt, clocksource, mitigations, ...
+  nlohmann::json kernel;         // release, version, cmdline, hz, preempt, clocksource, taint, ...
   nlohmann::json configuration;  // what is under test; "hash" is its content key
-  nlohmann::json environment;    // what makes runs noisy: load, governor, boost, SMT, THP, steal, ...
-  nlohmann::json provenance;     // the suite build that collected this, and the glibc it runs on
+  nlohmann::json environment;  // what makes runs noisy: load, governor, boost, SMT, THP, steal, root_fs, ...
+  nlohmann::json provenance;   // the suite build that collected this, and the glibc it runs on
 };
 
 SysinfoReport collect_sysinfo(const HostPaths& paths);
@@ -28,6 +28,28 @@ SysinfoReport collect_sysinfo(const HostPaths& paths);
 // Human-readable warnings about a start that makes results noisy or not comparable, e.g.
 // "load average 1.73 at start is above 0.5 per CPU (2 CPUs)" or "SMT is on".
 std::vector<std::string> noise_warnings(const nlohmann::json& environment, const nlohmann::json& host);
+
+// The kernel's taint mask as the letters its Oops header prints for the set bits, in bit order
+// (kernel/panic.c taint_flags): 512 -> "W", 640 -> "DW"; 0 -> "". A bit this table does not know
+// yet shows as "?<bit>".
+std::string taint_letters(unsigned long mask);
+
+// proc/sys/kernel/tainted as {"value": 512, "flags": "W"}; null when unreadable.
+nlohmann::json taint_state(const HostPaths& paths);
+
+// What the kernel may change while a run goes on, read before and after each repetition:
+// {"taint": taint_state, "clocksource": the current clocksource or null}.
+nlohmann::json kernel_state(const HostPaths& paths);
+
+// What changed between two kernel_state readings: {"before", "after", "tainted": new taint bits
+// appeared, "new_taint_flags": their letters, "clocksource_changed"}.
+nlohmann::json kernel_state_change(const nlohmann::json& before, const nlohmann::json& after);
+
+// The filesystem the suite runs from: the last "/" line of proc/mounts (the one on top), as
+// {"type": "9p" | "overlay" | "ext4" | ..., "source": "hostroot" | "/dev/vda" | ...}; null when
+// unreadable. A `schedlab kernel boot` guest runs on "9p" (--root 9p) or "overlay" over the ext4
+// image (--root image); timings of workloads that exec or read files differ between them.
+nlohmann::json root_filesystem(const HostPaths& paths);
 
 namespace sysinfo_detail {
 // Shared by sysinfo.cpp and kernel_facts.cpp; tested through collect_sysinfo.
