@@ -164,14 +164,14 @@ TEST_F(LabBox, ResumeRecordsAFallbackBootOfTheSameReleaseAsBootFailed) {
   ASSERT_EQ(r.status, "staged") << log.str();
   const auto staged = *read_text(state());
   const std::string appended = kexec_append();
-  EXPECT_EQ(appended, "root=UUID=u ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet");
+  EXPECT_EQ(appended, "root=UUID=u ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5");
 
   // The kexec did not happen; the box rebooted into the same release through its own entry.
   reboot_into(kNew, std::string("BOOT_IMAGE=/boot/vmlinuz-") + kNew + " root=UUID=u ro quiet");
   int runs = 0;
   auto o = resume_boot(state(), env_, [&](const std::vector<std::string>&) { return ++runs, 0; });
   EXPECT_EQ(o.status, "boot-failed");
-  EXPECT_NE(o.reason.find("lacks `schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs`"), std::string::npos)
+  EXPECT_NE(o.reason.find("lacks `schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5`"), std::string::npos)
       << o.reason;
   EXPECT_EQ(runs, 0);
 
@@ -206,7 +206,7 @@ TEST_F(LabBox, GrubBootsAOneShotEntryCarryingTheRecipesArguments) {
       << custom;
   EXPECT_NE(
       custom.find("\tlinux\t/boot/vmlinuz-6.1.0-50-amd64 root=UUID=u ro quiet schedlab.recipe=debian-6.1 "
-                  "schedlab.label=6.1-cfs quiet mitigations=off\n"),
+                  "schedlab.label=6.1-cfs loglevel=5 mitigations=off\n"),
       std::string::npos)
       << custom;
   EXPECT_NE(custom.find("\tinitrd\t/boot/initrd.img-6.1.0-50-amd64\n"), std::string::npos) << custom;
@@ -216,7 +216,7 @@ TEST_F(LabBox, GrubBootsAOneShotEntryCarryingTheRecipesArguments) {
   EXPECT_NE(tools_log().find("reboot \n"), std::string::npos) << tools_log();
 
   reboot_into(kNew, std::string("BOOT_IMAGE=/boot/vmlinuz-") + kNew +
-                        " root=UUID=u ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet "
+                        " root=UUID=u ro quiet schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5 "
                         "mitigations=off");
   // Whatever the boot changed in the saved default (a savedefault the box's grub ran), resume puts back.
   write(dir_.path() / "boot/grub/grubenv", "# GRUB Environment Block\nsaved_entry=schedlab-once\n");
@@ -255,12 +255,12 @@ TEST(LabCmdline, AKexecFromAKexecdKernelDropsThePreviousBootsArguments) {
   EXPECT_NE(kexecd.find("preempt=full"), std::string::npos) << kexecd;
   EXPECT_EQ(kexec_cmdline(kexecd, second, ""), kexec_cmdline(box, second, ""));
   EXPECT_EQ(kexec_cmdline(kexecd, second, ""),
-            "root=UUID=u ro console=ttyS0 schedlab.recipe=debian-6.12 schedlab.label=6.12-eevdf quiet");
+            "root=UUID=u ro console=ttyS0 schedlab.recipe=debian-6.12 schedlab.label=6.12-eevdf loglevel=5");
   // Booted by the grub backend's one-shot entry: the same additions, after the entry's own arguments.
   EXPECT_EQ(kexec_cmdline("BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=u ro quiet " +
                               lab_boot_args(first, "nosmt"),
                           second, ""),
-            "root=UUID=u ro quiet schedlab.recipe=debian-6.12 schedlab.label=6.12-eevdf quiet");
+            "root=UUID=u ro quiet schedlab.recipe=debian-6.12 schedlab.label=6.12-eevdf loglevel=5");
 }
 
 // Item 14: GRUB_DEFAULT as grub-mkconfig sees it (grub.d drop-ins after /etc/default/grub) and
@@ -390,7 +390,7 @@ TEST(LabResumeCli, APlainResumeAfterACrashSaysCrashedDuringTheSuite) {
       {"schedlab", SCHEDLAB_BINARY},
       {"staged_at", "2026-12-01T02:00:00Z"},
       {"boot_id_before", "00000000-0000-4000-8000-000000000001"},
-      {"expected_cmdline", "schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs quiet"},
+      {"expected_cmdline", "schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5"},
       {"resume_started",
        {{"boot_id", "00000000-0000-4000-8000-000000000002"},
         {"at", "2026-12-01T02:01:00Z"},
