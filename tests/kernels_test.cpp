@@ -291,10 +291,11 @@ TEST(LabBackends, DryRunsListTheExactCommandsAndWriteNothing) {
   write(dir.path() / "etc/default/grub", "GRUB_DEFAULT=saved\nGRUB_TIMEOUT=5\n");
   auto g = make_grub_backend(env)->boot(req, log);
   ASSERT_EQ(g.commands.size(), 4U);
-  EXPECT_EQ(g.commands[1], "# write " + (dir.path() / "boot/grub/custom.cfg").string() +
-                               ": menuentry --id schedlab-once, a copy of "
-                               "gnulinux-advanced-u>gnulinux-6.1.0-50-amd64-advanced-u with "
-                               "`schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5` on its linux line");
+  EXPECT_EQ(g.commands[1],
+            "# write " + (dir.path() / "boot/grub/custom.cfg").string() +
+                ": menuentry --id schedlab-once, a copy of "
+                "gnulinux-advanced-u>gnulinux-6.1.0-50-amd64-advanced-u with "
+                "`schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5` on its linux line");
   EXPECT_EQ(g.commands[2], "grub-reboot schedlab-once");
   EXPECT_EQ(g.commands[3], "reboot");
   EXPECT_FALSE(fs::exists(req.state_file));

@@ -171,7 +171,8 @@ TEST_F(LabBox, ResumeRecordsAFallbackBootOfTheSameReleaseAsBootFailed) {
   int runs = 0;
   auto o = resume_boot(state(), env_, [&](const std::vector<std::string>&) { return ++runs, 0; });
   EXPECT_EQ(o.status, "boot-failed");
-  EXPECT_NE(o.reason.find("lacks `schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5`"), std::string::npos)
+  EXPECT_NE(o.reason.find("lacks `schedlab.recipe=debian-6.1 schedlab.label=6.1-cfs loglevel=5`"),
+            std::string::npos)
       << o.reason;
   EXPECT_EQ(runs, 0);
 
