@@ -30,18 +30,10 @@ namespace schedlab::kernels {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 using testing::TempDir;
 
 const fs::path kRecipes = SCHEDLAB_SOURCE_DIR "/kernels/recipes";
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

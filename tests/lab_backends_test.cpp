@@ -24,6 +24,7 @@ namespace schedlab::kernels {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 using testing::TempDir;
 
 const fs::path kRecipes = SCHEDLAB_SOURCE_DIR "/kernels/recipes";
@@ -31,15 +32,6 @@ const fs::path kRecipes = SCHEDLAB_SOURCE_DIR "/kernels/recipes";
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The shape Debian's /etc/grub.d (00_header, 10_linux, 41_custom) writes, abridged: entry 0 loads the

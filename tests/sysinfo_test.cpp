@@ -27,7 +27,9 @@ using testing::TempDir;
 // A copy of the capture in which one file is replaced: a derived root, not a new fixture.
 class DerivedRoot {
  public:
-  DerivedRoot() { fs::copy(kFixture, dir_.path(), fs::copy_options::recursive); }
+  explicit DerivedRoot(const fs::path& capture = kFixture) {
+    fs::copy(capture, dir_.path(), fs::copy_options::recursive);
+  }
   void write(const std::string& relative, const std::string& content) {
     std::ofstream(dir_.path() / relative, std::ios::trunc) << content;
   }
@@ -287,22 +289,6 @@ TEST(Sysinfo, PreemptModeFromCmdline) {
 
 const fs::path kProvenance = fs::path(SCHEDLAB_FIXTURES_DIR) / "vm-6.18-provenance";
 
-// A copy of the provenance capture with one file replaced (the states this VM was not in).
-class ProvenanceRoot {
- public:
-  ProvenanceRoot() { fs::copy(kProvenance, dir_.path(), fs::copy_options::recursive); }
-  void write(const std::string& relative, const std::string& content) {
-    std::ofstream(dir_.path() / relative, std::ios::trunc) << content;
-  }
-  std::string read(const std::string& relative) const {
-    return read_text(dir_.path() / relative).value_or("");
-  }
-  HostPaths paths() const { return HostPaths::under(dir_.path()); }
-
- private:
-  TempDir dir_;
-};
-
 TEST(SysinfoSetup, RootFilesystemIsTheTopmostRootMount) {
   // proc/mounts: "/dev/vda / ext4 rw,relatime,discard,..."
   EXPECT_EQ(collect_sysinfo(HostPaths::under(kProvenance)).environment["root_fs"],
@@ -310,7 +296,7 @@ TEST(SysinfoSetup, RootFilesystemIsTheTopmostRootMount) {
   // The guest of `kernel boot --root 9p` runs chrooted on the 9p share mounted as guest_init.cpp does
   // (`mount -t 9p ... hostroot /host`): a chrooted process's proc/mounts shows it as "/". The line
   // below is that mount's source, mountpoint and type (its options are shortened).
-  ProvenanceRoot ninep;
+  DerivedRoot ninep{kProvenance};
   std::string mounts = ninep.read("proc/mounts");
   const auto root_line = mounts.find("/dev/vda / ext4");
   ASSERT_NE(root_line, std::string::npos);
@@ -319,7 +305,7 @@ TEST(SysinfoSetup, RootFilesystemIsTheTopmostRootMount) {
   EXPECT_EQ(collect_sysinfo(ninep.paths()).environment["root_fs"],
             (json{{"type", "9p"}, {"source", "hostroot"}}));
   // --root image: an overlay on the ext4 image, mounted over an earlier root; the last "/" is on top.
-  ProvenanceRoot image;
+  DerivedRoot image{kProvenance};
   image.write("proc/mounts",
               image.read("proc/mounts") +
                   "overlay / overlay rw,relatime,lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work 0 0\n");
@@ -344,7 +330,7 @@ TEST(SysinfoSetup, TaintIsRecordedWithItsLetters) {
   // proc/sys/kernel/tainted: "0"
   EXPECT_EQ(collect_sysinfo(HostPaths::under(kProvenance)).kernel["taint"],
             (json{{"value", 0}, {"flags", ""}}));
-  ProvenanceRoot warned;
+  DerivedRoot warned{kProvenance};
   warned.write("proc/sys/kernel/tainted", "512\n");
   EXPECT_EQ(collect_sysinfo(warned.paths()).kernel["taint"], (json{{"value", 512}, {"flags", "W"}}));
   TempDir empty;
@@ -352,7 +338,7 @@ TEST(SysinfoSetup, TaintIsRecordedWithItsLetters) {
 }
 
 TEST(SysinfoSetup, KernelStateChangeNamesNewTaintAndAClocksourceSwitch) {
-  ProvenanceRoot root;
+  DerivedRoot root{kProvenance};
   const auto before = kernel_state(root.paths());
   EXPECT_EQ(before, (json{{"taint", {{"value", 0}, {"flags", ""}}}, {"clocksource", "tsc"}}));
   auto same = kernel_state_change(before, kernel_state(root.paths()));

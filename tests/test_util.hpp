@@ -4,14 +4,26 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace schedlab::testing {
+
+// What `f` threw, or "(no error)": tests match on the message, which must name the file or field.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 // A fresh directory under the system temp dir, removed at scope exit.
 class TempDir {
