@@ -105,6 +105,8 @@ ParamValues resolve_params(const std::string& workload, const std::vector<ParamS
     }
     out[key] = parse_param_value(workload, *spec, text);
   }
+  for (const auto& spec : specs)
+    if (spec.omitted_at_default && out[spec.key] == spec.default_value) out.erase(spec.key);
   return out;
 }
 

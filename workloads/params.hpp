@@ -23,6 +23,10 @@ struct ParamSpec {
   // kChoice, listed as `schedlab workloads` and errors show them; an entry PREFIX:PLACEHOLDER, the
   // placeholder in capitals (fifo:PRIO, hogs:N), takes any value after PREFIX: that the workload checks.
   std::vector<std::string> choices;
+  // A parameter added after bundles were stored whose default changes nothing (yield.spin_ns = 0):
+  // left out of the resolved parameters at its default, so their hash, and the instance old bundles
+  // and the store know, stays the same.
+  bool omitted_at_default = false;
 
   std::string kind_name() const;
 };
@@ -34,6 +38,7 @@ using ParamValues = nlohmann::json;
 nlohmann::json parse_param_value(const std::string& workload, const ParamSpec& spec, const std::string& text);
 
 // Defaults overlaid with the given textual values; unknown keys are InputErrors naming the known ones.
+// A parameter `omitted_at_default` is absent while it holds its default.
 ParamValues resolve_params(const std::string& workload, const std::vector<ParamSpec>& specs,
                            const std::map<std::string, std::string>& given);
 

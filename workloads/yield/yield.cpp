@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <latch>
 #include <mutex>
@@ -28,6 +30,7 @@ struct Options {
   double duration_s;
   Placement placement;
   SchedPolicy policy;
+  double spin_ns;
 };
 
 Options options_from(const ParamValues& p) {
@@ -37,7 +40,49 @@ Options options_from(const ParamValues& p) {
           p.at("yields").get<long long>(),
           p.at("duration_s").get<double>(),
           parse_placement(p.at("placement").get<std::string>()),
-          parse_policy(p.at("policy").get<std::string>())};
+          parse_policy(p.at("policy").get<std::string>()),
+          p.value("spin_ns", 0.0)};
+}
+
+// The injected work: a dependent multiply-add chain, the same instructions every time (a fixed amount
+// of work, not a wait on the clock, so that it costs what work costs on the kernel under test). The
+// empty asm keeps the compiler from folding or vectorising the chain.
+std::uint64_t spin(std::uint64_t loops, std::uint64_t x) {
+  for (std::uint64_t i = 0; i < loops; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    asm volatile("" : "+r"(x));
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  // Without it the chain retires in the shadow of the next system call: out-of-order execution hid
+  // 60% of a 17.9 ns spin here (a +1.2% slowdown measured for +3% asked). lfence waits for it to finish.
+  asm volatile("lfence" ::: "memory");
+#endif
+  return x;
+}
+
+// The cost of a spin call: a fixed part (the call and its fence) and nanoseconds per loop, each the fastest
+// of several timed runs (the least disturbed), so that spin_ns converts to a loop count that varies
+// little from one repetition to the next.
+struct SpinCost {
+  double fixed_ns = 0, ns_per_loop = 0;
+};
+
+SpinCost spin_cost() {
+  constexpr std::uint64_t kLoops = 200000, kCalls = 20000;
+  SpinCost c;
+  std::uint64_t sink = 1;
+  for (int i = 0; i < 9; ++i) {
+    auto t0 = monotonic_ns();
+    for (std::uint64_t k = 0; k < kCalls; ++k) sink = spin(0, sink);
+    const double fixed = static_cast<double>(monotonic_ns() - t0) / static_cast<double>(kCalls);
+    t0 = monotonic_ns();
+    sink = spin(kLoops, sink);
+    const double per_loop = static_cast<double>(monotonic_ns() - t0) / static_cast<double>(kLoops);
+    if (i == 0 || fixed < c.fixed_ns) c.fixed_ns = fixed;
+    if (i == 0 || per_loop < c.ns_per_loop) c.ns_per_loop = per_loop;
+  }
+  asm volatile("" : : "r"(sink));
+  return c;
 }
 
 struct YielderStats {
@@ -82,6 +127,17 @@ std::vector<ParamSpec> YieldWorkload::params() const {
                       "at the level named"));
   p.push_back(policy_param("the yielding threads"));
   p.push_back(nice_param("the yielding threads"));
+  ParamSpec spin{"spin_ns",
+                 ParamKind::kNumber,
+                 0.0,
+                 "ns",
+                 "injected work: a fixed busy loop before every yield, calibrated at the start of each "
+                 "repetition to this many ns (a known slowdown for testing experiments; 0: none)",
+                 0.0,
+                 1e9,
+                 {}};
+  spin.omitted_at_default = true;
+  p.push_back(spin);
   return p;
 }
 
@@ -127,6 +183,10 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
   std::mutex mu;
   std::condition_variable done_cv;
   std::size_t done = 0;
+  const SpinCost cost = o.spin_ns > 0 ? spin_cost() : SpinCost{};
+  const auto spin_loops = o.spin_ns > 0 ? static_cast<std::uint64_t>(std::llround(
+                                              std::max(0.0, o.spin_ns - cost.fixed_ns) / cost.ns_per_loop))
+                                        : std::uint64_t{0};
 
   auto setup = [&](std::size_t i, const char* comm, bool yielder) {
     try {
@@ -150,8 +210,13 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
         const long long n = o.yields;
         s.start_ns = monotonic_ns();
         long long k = 0;
-        for (; k < n && !stop_yielding.load(std::memory_order_relaxed); ++k) syscall(SYS_sched_yield);
+        std::uint64_t sink = 1;
+        for (; k < n && !stop_yielding.load(std::memory_order_relaxed); ++k) {
+          if (o.spin_ns > 0) sink = spin(spin_loops, sink);
+          syscall(SYS_sched_yield);
+        }
         s.end_ns = monotonic_ns();
+        asm volatile("" : : "r"(sink));
         getrusage(RUSAGE_THREAD, &r1);
         const auto sched1 = read_own_task_sched();
         s.yields = k;
@@ -227,6 +292,11 @@ WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadConte
   nlohmann::json cpu_list = nlohmann::json::array();
   for (int c : cpus) cpu_list.push_back(c);
   result.details = {{"threads", per_thread}, {"capped_by_duration", capped}, {"cpus", cpu_list}};
+  if (o.spin_ns > 0)
+    result.details["spin"] = {{"ns", o.spin_ns},
+                              {"loops", spin_loops},
+                              {"ns_per_loop", cost.ns_per_loop},
+                              {"fixed_ns", cost.fixed_ns}};
   return result;
 }
 
