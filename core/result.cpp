@@ -67,6 +67,7 @@ json to_json(const Instance& in) {
     j["diagnostics"] = diag;
   }
   if (!in.instrumentation.empty()) j["instrumentation"] = in.instrumentation;
+  if (!in.compared_as.empty()) j["compared_as"] = in.compared_as;
   return j;
 }
 
@@ -160,6 +161,7 @@ Instance instance_from_json(const JsonCursor& c) {
       in.diagnostics.push_back(repetition_from_json(diag.element(i)));
   }
   in.instrumentation = optional_object(c, "instrumentation");
+  in.compared_as = c.optional_string("compared_as");
   return in;
 }
 
@@ -168,23 +170,25 @@ Instance instance_from_json(const JsonCursor& c) {
 nlohmann::json to_json(const Bundle& b) {
   json instances = json::array();
   for (const auto& in : b.instances) instances.push_back(to_json(in));
-  return json{{"schema", b.schema},
-              {"run_id", b.run_id},
-              {"trial", b.trial},
-              {"trials", b.trials},
-              {"label", b.label},
-              {"smoke", b.smoke},
-              {"boot_id", b.boot_id},
-              {"started_at", b.started_at},
-              {"finished_at", b.finished_at},
-              {"seed", b.seed},
-              {"events", b.events},
-              {"host", b.host},
-              {"kernel", b.kernel},
-              {"configuration", b.configuration},
-              {"environment", b.environment},
-              {"provenance", b.provenance},
-              {"instances", instances}};
+  json j{{"schema", b.schema},
+         {"run_id", b.run_id},
+         {"trial", b.trial},
+         {"trials", b.trials},
+         {"label", b.label},
+         {"smoke", b.smoke},
+         {"boot_id", b.boot_id},
+         {"started_at", b.started_at},
+         {"finished_at", b.finished_at},
+         {"seed", b.seed},
+         {"events", b.events},
+         {"host", b.host},
+         {"kernel", b.kernel},
+         {"configuration", b.configuration},
+         {"environment", b.environment},
+         {"provenance", b.provenance},
+         {"instances", instances}};
+  if (!b.experiment.empty()) j["experiment"] = b.experiment;
+  return j;
 }
 
 Bundle bundle_from_json(const nlohmann::json& j, const std::string& source) {
@@ -215,6 +219,7 @@ Bundle bundle_from_json(const nlohmann::json& j, const std::string& source) {
   b.configuration = optional_object(c, "configuration");
   b.environment = optional_object(c, "environment");
   b.provenance = optional_object(c, "provenance");
+  b.experiment = optional_object(c, "experiment");
   auto instances = c.array("instances");
   for (std::size_t i = 0; i < instances.size(); ++i)
     b.instances.push_back(instance_from_json(instances.element(i)));

@@ -77,6 +77,10 @@ struct Instance {
   std::string workload_version;
   nlohmann::json params = nlohmann::json::object();  // resolved: every default filled in
   std::string params_hash;
+  // Set by an experiment whose two sides differ in a parameter (run --versus): the key both sides'
+  // copies share, so that the diff pairs them although their parameters, and hashes, differ. Empty
+  // otherwise (instances then match by workload and params_hash).
+  std::string compared_as;
   std::map<std::string, MetricInfo> metric_info;
   int run_order = 0;  // position in this trial's shuffled order
   nlohmann::json settle = nlohmann::json::object();
@@ -105,6 +109,9 @@ struct Bundle {
   nlohmann::json configuration = nlohmann::json::object();
   nlohmann::json environment = nlohmann::json::object();
   nlohmann::json provenance = nlohmann::json::object();
+  // A trial of an experiment (run --versus): {id, side "a"|"b", pair, position 0|1 in its pair, order
+  // "ab"|"ba"}. Empty otherwise.
+  nlohmann::json experiment = nlohmann::json::object();
   std::vector<Instance> instances;
 };
 

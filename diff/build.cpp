@@ -81,13 +81,14 @@ struct Test {
   std::vector<double> x, y;  // baseline and other samples (trial medians or repetitions); pairs when paired
   bool paired = false;
   std::vector<std::string> notes;
+  std::vector<bool> other_first;  // per pair: the other side's trial ran first (a "ba" pair)
 };
 
 Test choose_test(const Trials& base, const Trials& other, const TrialPairing& pairing,
                  const InstanceSamples& base_samples, const InstanceSamples& other_samples,
                  const std::string& base_name, const std::string& other_name) {
   if (pairing.interleaved) {
-    Test t{kPairedTest, {}, {}, true, {}};
+    Test t{kPairedTest, {}, {}, true, {}, {}};
     std::vector<std::string> left_out;
     for (auto slot : pairing.unmatched_base)
       left_out.push_back(fmt::format("{} {} (no partner)", base_name, trial_name(base_samples.trials[slot])));
@@ -100,6 +101,7 @@ Test choose_test(const Trials& base, const Trials& other, const TrialPairing& pa
       if (tb && to) {
         t.x.push_back(median(tb->values));
         t.y.push_back(median(to->values));
+        t.other_first.push_back(other_samples.trials[o].started_at < base_samples.trials[b].started_at);
         continue;
       }
       const auto& lost = tb ? other_samples.trials[o] : base_samples.trials[b];
@@ -110,8 +112,8 @@ Test choose_test(const Trials& base, const Trials& other, const TrialPairing& pa
     if (t.x.size() >= 2) return t;
   }
   if (base.size() >= 2 && other.size() >= 2)
-    return {"mann-whitney/trials", trial_medians(base), trial_medians(other), false, {}};
-  return {kRepetitionTest, flatten(base), flatten(other), false, {}};
+    return {"mann-whitney/trials", trial_medians(base), trial_medians(other), false, {}, {}};
+  return {kRepetitionTest, flatten(base), flatten(other), false, {}, {}};
 }
 
 // The model a comparison's numbers come from: log values when every sample is positive (a shift is a
@@ -154,6 +156,25 @@ void run_unpaired(const Test& t, const Model& model, double alpha, Comparison& c
   c.power = {false, lx.size(), ly.size(), sample_sd(lx), sample_sd(ly), model.margin};
 }
 
+// Pairs run in both orders (an experiment's coin flips, a campaign's AB BA) compare the same thing; when
+// the ratio of pairs whose other side ran first differs from the rest (Welch, p < 0.01) the second trial
+// of a pair ran in another machine state, and the note says so. Randomized order keeps that out of the
+// shift (it is noise, not bias), but it is worth knowing.
+void note_order_effect(const Test& t, const std::vector<double>& d, const Model& model, Comparison& c) {
+  std::vector<double> first, second;  // base first, other first
+  for (std::size_t i = 0; i < d.size() && i < t.other_first.size(); ++i)
+    (t.other_first[i] ? second : first).push_back(d[i]);
+  if (first.size() < 3 || second.size() < 3) return;
+  const auto w = stats::welch_t(first, second, 0.95);
+  if (!(w.p_value < 0.01)) return;
+  c.notes.push_back(
+      fmt::format("order effect: pairs whose other trial ran first differ from the rest by {} "
+                  "(Welch p {:.2g}, {} and {} pairs)",
+                  model.logs ? fmt::format("{:+.1f}%", model.effect(w.mean_difference))
+                             : fmt::format("{:+.4g}", w.mean_difference),
+                  w.p_value, second.size(), first.size()));
+}
+
 // Pairs are compared as log ratios, so a shift reads as a ratio whatever the level of each pair. The
 // signed-rank test drops zero differences; so do its interval, the equivalence interval and the MDE's n,
 // which makes the interval the inversion of the test reported (R's wilcox.test(conf.int = TRUE)).
@@ -169,6 +190,7 @@ void run_paired(const Test& t, const Model& model, double alpha, Comparison& c) 
                 stats::hodges_lehmann_paired(used, 1 - 2 * alpha), c);
   c.t_test = "paired-t";
   c.t_test_p = stats::paired_t(d, 1 - alpha).p_value;
+  note_order_effect(t, d, model, c);
   const double sd = sample_sd(nonzero);
   c.power = {true, nonzero.size(), nonzero.size(), sd, sd, model.margin};
 }

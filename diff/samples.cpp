@@ -5,7 +5,7 @@
 namespace schedlab {
 
 std::string instance_key(const Instance& in) {
-  return in.workload + "/" + in.params_hash;
+  return in.workload + "/" + (in.compared_as.empty() ? in.params_hash : in.compared_as);
 }
 
 namespace {
