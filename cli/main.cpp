@@ -4,11 +4,14 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "cli/campaign_command.hpp"
@@ -25,6 +28,7 @@
 #include "core/error.hpp"
 #include "core/summary.hpp"
 #include "diff/sides.hpp"
+#include "experiment/experiment.hpp"
 #include "export/gbench.hpp"
 #include "workloads/registry.hpp"
 
@@ -58,6 +62,17 @@ struct RunArgs {
   std::string profile_scope = "workload";
   int profile_repetitions = 1;
   bool trace = false;
+  // An experiment (experiment/): side b is the run with these parameters replaced.
+  std::vector<std::string> versus;
+  std::optional<double> target_mde_pct;
+  std::optional<double> margin_pct;
+  int max_trials = 0;
+  std::string budget;
+  int pilot = 6;
+  int look_every = 2;
+  std::string metric;
+  double alpha = 0.05;
+  bool trials_given = false;
 };
 
 // Root keeps inputs (generated trees, extracted sources) with the system; others in their home.
@@ -130,7 +145,83 @@ RunPlan make_plan(const RunArgs& a) {
   return plan;
 }
 
+// "3", "3%", "2.5 %" -> 3, 3, 2.5
+double parse_percent(std::string text, const std::string& option) {
+  while (!text.empty() && (text.back() == '%' || text.back() == ' ')) text.pop_back();
+  double v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v))
+    throw InputError(option + " '" + text + "': expected a percentage such as 3 or 3%");
+  return v;
+}
+
+// Side b of an experiment: the run's parameters with the --versus ones in their place.
+RunArgs versus_side(const RunArgs& a) {
+  RunArgs b = a;
+  for (const auto& text : a.versus) {
+    auto [workload, key, value] = split_param(text);
+    if (value.size() >= 2 && value.front() == '[')
+      throw InputError("--versus " + text +
+                       ": one value per side (a list sweeps; an experiment compares two)");
+    const std::string name = workload + "." + key + "=";
+    std::erase_if(b.params, [&](const std::string& p) { return p.rfind(name, 0) == 0; });
+    b.params.push_back(text);
+  }
+  return b;
+}
+
+int cmd_experiment(const RunArgs& args) {
+  if (args.target_mde_pct && args.trials_given)
+    throw InputError("--trials and --target-mde: give one (a target plans the number of trials)");
+  if (args.workloads.empty()) throw InputError("--versus: name the workload (--workload NAME)");
+  if (args.profile || args.trace)
+    throw InputError(
+        "--versus: --profile and --trace are not part of experiments yet; run them on each side");
+  RunArgs a = args;
+  if (!a.repetitions_given) {
+    // Trials, not repetitions, are what an experiment replicates: a few repetitions each.
+    a.repetitions = 3;
+    a.repetitions_given = true;
+  }
+  // Trials, not repetitions, replicate an experiment: few repetitions are not a smoke run here.
+  auto plan_a = make_plan(a), plan_b = make_plan(versus_side(a));
+  plan_a.smoke = plan_b.smoke = false;
+  PreparedRun side_a(std::move(plan_a), HostPaths::live());
+  PreparedRun side_b(std::move(plan_b), HostPaths::live());
+  ExperimentOptions o;
+  o.target_pct = args.target_mde_pct;
+  o.margin_pct = args.margin_pct;
+  o.alpha = args.alpha;
+  o.max_pairs = args.max_trials;
+  if (!args.budget.empty()) o.budget_s = parse_duration(args.budget, "--budget");
+  o.fixed_pairs = args.trials;
+  o.pilot_pairs = args.pilot;
+  o.look_every = args.look_every;
+  o.metric = args.metric;
+  o.versus = args.versus;
+  o.out_dir = args.out;
+  check_experiment(side_a, side_b, o);
+  auto progress = make_progress(stderr);
+  auto outcome = run_experiment(side_a, side_b, o, *progress);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::cout << outcome.summary << "experiment: " << outcome.record.string() << "\n";
+  if (outcome.interrupted)
+    std::cerr << "schedlab: interrupted; what was measured is in " << outcome.dir << "\n";
+  if (outcome.failed_repetitions > 0)
+    std::cerr << "schedlab: " << outcome.failed_repetitions << " repetition(s) did not succeed\n";
+  return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
+}
+
 int cmd_run(const RunArgs& args) {
+  if (!args.versus.empty() || args.target_mde_pct) {
+    if (args.versus.empty())
+      throw InputError("--target-mde: give the other side with --versus WORKLOAD.KEY=VALUE");
+    return cmd_experiment(args);
+  }
+  for (const auto& [given, name] :
+       {std::pair{args.margin_pct.has_value(), "--margin"}, std::pair{args.max_trials != 0, "--max-trials"},
+        std::pair{!args.budget.empty(), "--budget"}, std::pair{!args.metric.empty(), "--metric"}})
+    if (given) throw InputError(std::string(name) + ": belongs to an experiment (--versus)");
   PreparedRun run(make_plan(args), HostPaths::live());
   auto progress = make_progress(stderr);
   auto outcome = execute(run, *progress);
@@ -241,6 +332,7 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", "schedlab 0.1.0");
 
   RunArgs run_args;
+  std::string target_mde_value, margin_value;
   auto* run =
       app.add_subcommand("run", "Run workloads under the collector and write a result bundle per trial");
   run->add_option("--workload", run_args.workloads,
@@ -250,8 +342,9 @@ int run_cli(int argc, char** argv) {
   auto* repetitions = run->add_option(
       "--repetitions", run_args.repetitions,
       "Timed repetitions per instance after one discarded warm-up (default 9; quick suite 3)");
-  run->add_option("--trials", run_args.trials, "Trials (one bundle each) on the running kernel")
-      ->default_val(1);
+  auto* trials = run->add_option("--trials", run_args.trials,
+                                 "Trials (one bundle each) on the running kernel; with --versus, pairs")
+                     ->default_val(1);
   run->add_option("--event", run_args.events,
                   "Counter event, libpfm4 syntax (repeatable; replaces the default set; commas are literal)");
   run->add_flag("--no-counters", run_args.no_counters, "Attach no perf counters");
@@ -266,6 +359,23 @@ int run_cli(int argc, char** argv) {
                   "The instance's id in the bundle (one --workload; default: the workload's name; a sweep "
                   "appends its values). The daemon passes its campaign's, so a sweep's steps stay apart");
   run->add_option("--out", run_args.out, "Directory for the bundles")->default_val("results");
+  run->add_option("--versus", run_args.versus,
+                  "WORKLOAD.KEY=VALUE (repeatable): an experiment; side b is the run with these parameters, "
+                  "alternated with side a in pairs of seeded order (experiment/README.md)");
+  auto* target_mde = run->add_option(
+      "--target-mde", target_mde_value,
+      "Percent: the smallest change that matters; the experiment plans its pairs and stops when it "
+      "can answer");
+  auto* margin =
+      run->add_option("--margin", margin_value, "Percent: equivalence margin (default: the target)");
+  run->add_option("--max-trials", run_args.max_trials,
+                  "Most pairs (trials per side) a target experiment runs");
+  run->add_option("--budget", run_args.budget, "Most machine time of a target experiment: 90s, 20m, 1h30m");
+  run->add_option("--pilot", run_args.pilot, "Pairs before the plan and the first look")->default_val(6);
+  run->add_option("--look-every", run_args.look_every, "Pairs between looks")->default_val(2);
+  run->add_option("--metric", run_args.metric, "The metric an experiment decides on (default: the headline)");
+  run->add_option("--alpha", run_args.alpha, "An experiment's error rate, kept over all its looks")
+      ->default_val(0.05);
   run->add_flag(
       "--profile", run_args.profile,
       "Sample a kernel profile (and switch schedstats on) in diagnostic repetitions after the timed ones");
@@ -324,6 +434,14 @@ int run_cli(int argc, char** argv) {
   }
   run_args.seed_given = seed->count() > 0;
   run_args.repetitions_given = repetitions->count() > 0;
+  run_args.trials_given = trials->count() > 0;
+  try {
+    if (target_mde->count() > 0) run_args.target_mde_pct = parse_percent(target_mde_value, "--target-mde");
+    if (margin->count() > 0) run_args.margin_pct = parse_percent(margin_value, "--margin");
+  } catch (const InputError& e) {
+    std::cerr << "schedlab: " << e.what() << "\n";
+    return kExitBadInput;
+  }
   try {
     if (*run) return cmd_run(run_args);
     if (*show) return cmd_show(show_path);

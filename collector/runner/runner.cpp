@@ -214,135 +214,156 @@ void note_kernel_change(nlohmann::json& trial_kernel, const nlohmann::json& chan
 
 }  // namespace
 
+TrialRunner::TrialRunner(PreparedRun& run, Progress& progress, const volatile std::sig_atomic_t* interrupted,
+                         std::string run_id)
+    : run_(run), progress_(progress), interrupted_(interrupted), run_id_(std::move(run_id)) {
+  raise_fd_limit();
+  start_s_ = monotonic_seconds();
+}
+
+TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const std::filesystem::path& path,
+                                          const SettlePolicy& settle_policy,
+                                          const std::function<void(Bundle&)>& annotate) {
+  const auto& plan = run_.plan();
+  const int diagnostic = plan.diagnostics.count();
+  const int per_instance = plan.repetitions + 1 + diagnostic;
+  const int total = planned_trials * static_cast<int>(run_.instances().size()) * per_instance;
+  Trial out;
+
+  Bundle bundle;
+  bundle.run_id = run_id_;
+  bundle.trial = trial;
+  bundle.trials = planned_trials;
+  bundle.label = plan.label;
+  bundle.smoke = plan.smoke;
+  bundle.seed = plan.seed;
+  bundle.events = plan.events;
+  bundle.started_at = utc_timestamp();
+  auto sys = collect_sysinfo(run_.paths());
+  bundle.boot_id = sys.boot_id;
+  bundle.host = sys.host;
+  bundle.kernel = sys.kernel;
+  bundle.configuration = sys.configuration;
+  bundle.environment = sys.environment;
+  bundle.provenance = sys.provenance;
+  bundle.provenance["seed"] = plan.seed;
+  nlohmann::json trial_kernel = {{"tainted", false},
+                                 {"new_taint_value", 0},
+                                 {"new_taint_flags", ""},
+                                 {"clocksources", nlohmann::json::array()},
+                                 {"clocksource_changed", false}};
+  note_clocksource(trial_kernel, sys.kernel["clocksource"].value("current", nlohmann::json()));
+
+  const auto order = shuffled_order(run_.instances().size(), plan.seed + static_cast<std::uint64_t>(trial));
+  for (std::size_t pos = 0; pos < order.size() && !out.interrupted; ++pos) {
+    const auto& pi = run_.instances()[order[pos]];
+    Instance inst;
+    inst.id = pi.id;
+    inst.workload = pi.workload->name();
+    inst.workload_version = pi.workload->version();
+    inst.params = pi.params;
+    inst.params_hash = canonical_hash(pi.params);
+    for (const auto& m : pi.workload->metrics())
+      inst.metric_info[m.name] = {m.unit, m.direction, m.headline, m.help};
+    inst.run_order = static_cast<int>(pos);
+    inst.settle = settle(settle_policy, static_cast<int>(run_.context().topology.cpus.size()), run_.paths());
+    if (!inst.settle.value("settled", false) && settle_policy.max_wait_s > 0)
+      progress_.message(
+          fmt::format("{}: machine not quiet after {:.0f} s (load1 {}, {} running); starting anyway", pi.id,
+                      settle_policy.max_wait_s, inst.settle.value("load1", -1.0),
+                      inst.settle.value("procs_running", -1)));
+    for (int r = 0; r < per_instance && !out.interrupted; ++r) {
+      ProgressState ps{pi.id,
+                       trial,
+                       planned_trials,
+                       r,
+                       plan.repetitions,
+                       monotonic_seconds() - start_s_,
+                       done_ ? work_s_ / done_ * std::max(0, total - done_) : -1.0,
+                       headline_of(*pi.workload)};
+      // Read before the progress line is out: what the kernel does from here on is this repetition's.
+      const auto kernel_before = kernel_state(run_.paths());
+      progress_.started(ps);
+      const bool is_diagnostic = r > plan.repetitions;
+      RepetitionRequest req;
+      req.workload = pi.workload.get();
+      req.params = &pi.params;
+      req.context = &run_.context();
+      if (plan.counters) req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
+      req.sources.push_back(std::make_unique<SystemStatsSource>());
+      req.sources.push_back(std::make_unique<SchedstatSource>(
+          run_.paths(), is_diagnostic ? SchedstatsSwitch::kOnForRepetition : SchedstatsSwitch::kAsFound));
+      const int diagnostic_index = r - plan.repetitions - 1;
+      if (is_diagnostic && plan.diagnostics.profile && diagnostic_index < plan.diagnostics.repetitions)
+        req.sources.push_back(std::make_unique<ProfileSource>(plan.diagnostics.profile_options));
+      else if (is_diagnostic)
+        req.sources.push_back(std::make_unique<TraceSource>(run_.paths()));
+      req.timeout_s = plan.timeout_s;
+      req.isolation = plan.isolation;
+      // The run id keeps an experiment's two sides, which share trial indices, in leaves of their own.
+      req.leaf_name = fmt::format("schedlab-{}-{}-t{}-{}-{}", ::getpid(), run_id_, trial, pi.id, r);
+      req.interrupted = interrupted_;
+      Repetition rep;
+      try {
+        rep = run_repetition(req);
+      } catch (const std::exception& e) {  // the harness itself failed (fork, pipe, cgroup): record it, go on
+        rep.started_at = utc_timestamp();
+        rep.status = status::kFailed;
+        rep.reason = std::string("the runner could not run this repetition: ") + e.what();
+      }
+      rep.kernel = kernel_state_change(kernel_before, kernel_state(run_.paths()));
+      note_kernel_change(trial_kernel, rep.kernel);
+      rep.warmup = r == 0;
+      rep.index = r == 0 ? 0 : is_diagnostic ? diagnostic_index : r - 1;
+      work_s_ += rep.duration_s;
+      ++done_;
+      progress_.finished(ps, rep);
+      if (!rep.ok()) ++out.failed_repetitions;
+      if (*interrupted_) out.interrupted = true;
+      if (rep.warmup)
+        inst.warmup = std::move(rep);
+      else if (is_diagnostic)
+        inst.diagnostics.push_back(std::move(rep));
+      else
+        inst.repetitions.push_back(std::move(rep));
+    }
+    if (diagnostic > 0) inst.instrumentation = instrumentation_record(plan.diagnostics);
+    bundle.instances.push_back(std::move(inst));
+  }
+  bundle.finished_at = utc_timestamp();
+  // Between repetitions too (settling, writing): what the trial started with against what it ended with.
+  trial_kernel["taint_at_end"] = taint_state(run_.paths());
+  note_kernel_change(trial_kernel, kernel_state_change({{"taint", bundle.kernel["taint"]}},
+                                                       {{"taint", trial_kernel["taint_at_end"]}}));
+  bundle.kernel["during_trial"] = std::move(trial_kernel);
+  if (annotate) annotate(bundle);
+  write_bundle(path, bundle);
+  progress_.message("wrote " + path.string());
+  out.path = path;
+  out.bundle = std::move(bundle);
+  return out;
+}
+
+std::string new_run_id(std::uint64_t entropy) {
+  return make_run_id(entropy);
+}
+
 RunOutcome execute(PreparedRun& run, Progress& progress) {
   // A closed output (`run ... 2>&1 | head`) stops the run as SIGINT does, and the bundle keeps what was
   // measured.
   InterruptGuard interrupt(BrokenPipe::kInterrupts);
-  raise_fd_limit();
   const auto& plan = run.plan();
   RunOutcome outcome;
   const std::string run_id = make_run_id(plan.seed);
-  const int diagnostic = plan.diagnostics.count();
-  const int per_instance = plan.repetitions + 1 + diagnostic;
-  const int total = plan.trials * static_cast<int>(run.instances().size()) * per_instance;
-  const double start = monotonic_seconds();
-  int done = 0;
-  double work_s = 0;
-
+  TrialRunner runner(run, progress, interrupt.flag(), run_id);
   for (int trial = 0; trial < plan.trials && !outcome.interrupted; ++trial) {
-    Bundle bundle;
-    bundle.run_id = run_id;
-    bundle.trial = trial;
-    bundle.trials = plan.trials;
-    bundle.label = plan.label;
-    bundle.smoke = plan.smoke;
-    bundle.seed = plan.seed;
-    bundle.events = plan.events;
-    bundle.started_at = utc_timestamp();
-    auto sys = collect_sysinfo(run.paths());
-    bundle.boot_id = sys.boot_id;
-    bundle.host = sys.host;
-    bundle.kernel = sys.kernel;
-    bundle.configuration = sys.configuration;
-    bundle.environment = sys.environment;
-    bundle.provenance = sys.provenance;
-    bundle.provenance["seed"] = plan.seed;
-    nlohmann::json trial_kernel = {{"tainted", false},
-                                   {"new_taint_value", 0},
-                                   {"new_taint_flags", ""},
-                                   {"clocksources", nlohmann::json::array()},
-                                   {"clocksource_changed", false}};
-    note_clocksource(trial_kernel, sys.kernel["clocksource"].value("current", nlohmann::json()));
-
-    const auto order = shuffled_order(run.instances().size(), plan.seed + static_cast<std::uint64_t>(trial));
-    for (std::size_t pos = 0; pos < order.size() && !outcome.interrupted; ++pos) {
-      const auto& pi = run.instances()[order[pos]];
-      Instance inst;
-      inst.id = pi.id;
-      inst.workload = pi.workload->name();
-      inst.workload_version = pi.workload->version();
-      inst.params = pi.params;
-      inst.params_hash = canonical_hash(pi.params);
-      for (const auto& m : pi.workload->metrics())
-        inst.metric_info[m.name] = {m.unit, m.direction, m.headline, m.help};
-      inst.run_order = static_cast<int>(pos);
-      inst.settle = settle(plan.settle, static_cast<int>(run.context().topology.cpus.size()), run.paths());
-      if (!inst.settle.value("settled", false))
-        progress.message(
-            fmt::format("{}: machine not quiet after {:.0f} s (load1 {}, {} running); starting anyway", pi.id,
-                        plan.settle.max_wait_s, inst.settle.value("load1", -1.0),
-                        inst.settle.value("procs_running", -1)));
-      for (int r = 0; r < per_instance && !outcome.interrupted; ++r) {
-        ProgressState ps{pi.id,
-                         trial,
-                         plan.trials,
-                         r,
-                         plan.repetitions,
-                         monotonic_seconds() - start,
-                         done ? work_s / done * (total - done) : -1.0,
-                         headline_of(*pi.workload)};
-        // Read before the progress line is out: what the kernel does from here on is this repetition's.
-        const auto kernel_before = kernel_state(run.paths());
-        progress.started(ps);
-        const bool is_diagnostic = r > plan.repetitions;
-        RepetitionRequest req;
-        req.workload = pi.workload.get();
-        req.params = &pi.params;
-        req.context = &run.context();
-        if (plan.counters)
-          req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
-        req.sources.push_back(std::make_unique<SystemStatsSource>());
-        req.sources.push_back(std::make_unique<SchedstatSource>(
-            run.paths(), is_diagnostic ? SchedstatsSwitch::kOnForRepetition : SchedstatsSwitch::kAsFound));
-        const int diagnostic_index = r - plan.repetitions - 1;
-        if (is_diagnostic && plan.diagnostics.profile && diagnostic_index < plan.diagnostics.repetitions)
-          req.sources.push_back(std::make_unique<ProfileSource>(plan.diagnostics.profile_options));
-        else if (is_diagnostic)
-          req.sources.push_back(std::make_unique<TraceSource>(run.paths()));
-        req.timeout_s = plan.timeout_s;
-        req.isolation = plan.isolation;
-        req.leaf_name = fmt::format("schedlab-{}-t{}-{}-{}", ::getpid(), trial, pi.id, r);
-        req.interrupted = interrupt.flag();
-        Repetition rep;
-        try {
-          rep = run_repetition(req);
-        } catch (
-            const std::exception& e) {  // the harness itself failed (fork, pipe, cgroup): record it, go on
-          rep.started_at = utc_timestamp();
-          rep.status = status::kFailed;
-          rep.reason = std::string("the runner could not run this repetition: ") + e.what();
-        }
-        rep.kernel = kernel_state_change(kernel_before, kernel_state(run.paths()));
-        note_kernel_change(trial_kernel, rep.kernel);
-        rep.warmup = r == 0;
-        rep.index = r == 0 ? 0 : is_diagnostic ? diagnostic_index : r - 1;
-        work_s += rep.duration_s;
-        ++done;
-        progress.finished(ps, rep);
-        if (!rep.ok()) ++outcome.failed_repetitions;
-        if (*interrupt.flag()) outcome.interrupted = true;
-        if (rep.warmup)
-          inst.warmup = std::move(rep);
-        else if (is_diagnostic)
-          inst.diagnostics.push_back(std::move(rep));
-        else
-          inst.repetitions.push_back(std::move(rep));
-      }
-      if (diagnostic > 0) inst.instrumentation = instrumentation_record(plan.diagnostics);
-      bundle.instances.push_back(std::move(inst));
-    }
-    bundle.finished_at = utc_timestamp();
-    // Between repetitions too (settling, writing): what the trial started with against what it ended with.
-    trial_kernel["taint_at_end"] = taint_state(run.paths());
-    note_kernel_change(trial_kernel, kernel_state_change({{"taint", bundle.kernel["taint"]}},
-                                                         {{"taint", trial_kernel["taint_at_end"]}}));
-    bundle.kernel["during_trial"] = std::move(trial_kernel);
     // Named as people count, as `show` and the progress lines do ("trial 1/3"); the bundle's `trial`
     // field stays the 0-based index that the diff and the store order trials by.
-    const auto path = plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial + 1);
-    write_bundle(path, bundle);
-    outcome.bundles.push_back(path);
-    progress.message("wrote " + path.string());
+    auto t = runner.run_trial(trial, plan.trials,
+                              plan.out_dir / fmt::format("{}-trial{}.json", run_id, trial + 1), plan.settle);
+    outcome.failed_repetitions += t.failed_repetitions;
+    outcome.interrupted = t.interrupted;
+    outcome.bundles.push_back(t.path);
   }
   progress.done();
   return outcome;

@@ -1,8 +1,10 @@
 #pragma once
 // Runs a plan: for each trial, every workload instance in a seeded shuffled order, one
 // discarded warm-up and R timed repetitions each, and writes one bundle per trial.
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "collector/runner/progress.hpp"
 #include "collector/runner/settle.hpp"
 #include "core/host_paths.hpp"
+#include "core/result.hpp"
 #include "workloads/workload.hpp"
 
 namespace schedlab {
@@ -82,6 +85,37 @@ struct RunOutcome {
 };
 
 RunOutcome execute(PreparedRun& run, Progress& progress);
+
+// Runs trials one at a time, each written as a bundle: execute() runs a plan's trials in a row, an
+// experiment (experiment/) alternates the trials of two runs. Keeps the work done for the progress line's
+// estimate. `interrupted` is an InterruptGuard's flag, which the caller owns.
+class TrialRunner {
+ public:
+  TrialRunner(PreparedRun& run, Progress& progress, const volatile std::sig_atomic_t* interrupted,
+              std::string run_id);
+  struct Trial {
+    std::filesystem::path path;
+    Bundle bundle;
+    int failed_repetitions = 0;
+    bool interrupted = false;
+  };
+  // Trial `trial` (0-based) of `planned_trials` (shown in the progress line), written to `path` (never
+  // over an existing file).
+  // `annotate` sees the bundle before it is written (an experiment marks its side and pair).
+  Trial run_trial(int trial, int planned_trials, const std::filesystem::path& path,
+                  const SettlePolicy& settle, const std::function<void(Bundle&)>& annotate = {});
+
+ private:
+  PreparedRun& run_;
+  Progress& progress_;
+  const volatile std::sig_atomic_t* interrupted_;
+  std::string run_id_;
+  double start_s_ = 0, work_s_ = 0;
+  int done_ = 0;
+};
+
+// A run id as execute() makes them: the UTC time and 6 hex digits of entropy (20261130T161824Z-bf13e6).
+std::string new_run_id(std::uint64_t entropy);
 
 // 0..n-1 in a seeded order: Fisher-Yates with our own draw (std::shuffle's algorithm is the library's
 // choice), so a seed gives the same order with any standard library and across restarts.

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Live sequential experiments on this machine (issue #19): how often `run --versus --target-mde` answers
+right, how long it takes, and whether its plan predicted the precision it reached.
+
+  1. Calibration: yield's ns_per_yield here (9 repetitions), and spin_ns = INJECT % of it: the injected
+     slowdown is real extra work in every operation (a calibrated busy loop, yield.spin_ns), never a
+     scaled copy of measured values.
+  2. N experiments `--versus yield.spin_ns=X --target-mde TARGET`: the fraction ending `worse`, the machine
+     time of each (median, max), the effect they estimated (the injection as measured), the plan's MDE
+     against the MDE the observed spread gives at the planned pairs.
+  3. N A/A experiments (`--versus` the same value) with target and margin AA_MARGIN: false `better`/`worse`
+     with a Clopper-Pearson interval, and the fraction ending `equivalent`.
+
+Usage: bench/sequential_experiments.py [--binary build/schedlab] [--out DIR] [--experiments 20]
+       [--inject 3] [--target 3] [--aa-margin 5] [--yields 200000] [--budget 10m] [--max-trials 400]
+       bench/sequential_experiments.py --table tests/fixtures/aa-pool-yield/pairs.json   # README's table
+Prints a JSON summary on stdout (and the table lines on stderr). Run it on a quiet machine: nothing else
+heavy at the same time.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+
+def clopper_pearson(k, n, conf=0.95):
+    """Exact binomial interval by bisection on the binomial tail (no scipy needed)."""
+    def tail_ge(p):  # P(X >= k)
+        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+    def tail_le(p):  # P(X <= k)
+        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(0, k + 1))
+
+    a = (1 - conf) / 2
+
+    def solve(f, target, increasing):
+        lo, hi = 0.0, 1.0
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            if (f(mid) < target) == increasing:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    lower = 0.0 if k == 0 else solve(tail_ge, a, True)
+    upper = 1.0 if k == n else solve(tail_le, a, False)
+    return [lower, upper]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def newest_record(out):
+    records = sorted(glob.glob(os.path.join(out, "*", "experiment.json")), key=os.path.getmtime)
+    return json.load(open(records[-1]))
+
+
+def calibrate(args):
+    out = os.path.join(args.out, "calibration")
+    run([args.binary, "run", "--workload", "yield", "--param", f"yield.yields={args.yields}",
+         "--repetitions", "9", "--settle-timeout", "0", "--out", out])
+    bundle = json.load(open(sorted(glob.glob(os.path.join(out, "*.json")))[-1]))
+    values = [r["metrics"]["ns_per_yield"]["value"] for r in bundle["instances"][0]["repetitions"]
+              if r["status"] == "ok"]
+    return statistics.median(values)
+
+
+def experiment(args, versus, target, margin, seed, out):
+    cmd = [args.binary, "run", "--workload", "yield", "--param", f"yield.yields={args.yields}",
+           "--versus", versus, "--target-mde", str(target), "--max-trials", str(args.max_trials),
+           "--budget", args.budget, "--seed", str(seed), "--settle-timeout", "0", "--out", out]
+    if margin is not None:
+        cmd += ["--margin", str(margin)]
+    run(cmd)
+    r = newest_record(out)
+    stop, plan = r["stop"], r.get("plan") or {}
+    return {
+        "seed": seed,
+        "verdict": stop["verdict"],
+        "pairs": stop["pairs_used"],
+        "elapsed_s": stop["elapsed_s"],
+        "estimate_pct": stop.get("estimate_pct"),
+        "planned_pairs": plan.get("pairs"),
+        "plan_sd_source": plan.get("sd_source"),
+        "predicted_mde_pct": plan.get("predicted_mde_pct"),
+        "mde_at_planned_pairs_with_observed_sd_pct": stop.get("mde_at_planned_pairs_with_observed_sd_pct"),
+        "achieved_mde_pct": stop.get("achieved_mde_pct"),
+        "order_effect": r.get("order_effect"),
+    }
+
+
+def summarise(rows, want):
+    n = len(rows)
+    hits = sum(1 for r in rows if r["verdict"].startswith(want))
+    times = [r["elapsed_s"] for r in rows]
+    agree = [abs(r["mde_at_planned_pairs_with_observed_sd_pct"] / r["predicted_mde_pct"] - 1) <= 0.25
+             for r in rows if r["predicted_mde_pct"] and r["mde_at_planned_pairs_with_observed_sd_pct"]]
+    return {
+        "experiments": n,
+        f"{want}": hits,
+        f"{want}_rate": hits / n,
+        f"{want}_interval95": clopper_pearson(hits, n),
+        "verdicts": {v: sum(1 for r in rows if r["verdict"] == v) for v in sorted({r["verdict"] for r in rows})},
+        "machine_time_s": {"median": statistics.median(times), "max": max(times)},
+        "pairs": {"median": statistics.median(r["pairs"] for r in rows), "max": max(r["pairs"] for r in rows)},
+        "plan_mde_within_25pct": f"{sum(agree)}/{len(agree)}",
+    }
+
+
+def half_width(t, sd, r, alpha=0.05):
+    v = t * sd * sd * r + 1
+    return math.sqrt(2 * v / (t * t * r) * math.log(math.sqrt(v) / alpha))
+
+
+def tuning(t, sd, alpha=0.05):
+    """stats::sequence_tuning: golden-section search for the r narrowest at t."""
+    a = -2 * math.log(sd) - math.log(t) - 12
+    b = a + 24
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(200):
+        c, d = b - g * (b - a), a + g * (b - a)
+        if half_width(t, sd, math.exp(c), alpha) < half_width(t, sd, math.exp(d), alpha):
+            b = d
+        else:
+            a = c
+    return math.exp((a + b) / 2)
+
+
+def pairs_needed(sd, target_pct, alpha=0.05, z_power=0.8416212335729143):
+    """stats::plan_sequential: the first n whose detectable shift reaches the target."""
+    target = math.log1p(target_pct / 100)
+    n = 2
+    while True:
+        r = tuning(n, sd, alpha)
+        if half_width(n, sd, r, alpha) + z_power * sd / math.sqrt(n) <= target:
+            return n
+        n += 1 if n < 64 else max(1, n // 64)
+
+
+def table(fixture_path):
+    """The README's table for this machine: sigma by level, pairs and machine time per MDE."""
+    f = json.load(open(fixture_path))
+    d = [math.log(p["b"] / p["a"]) for p in f["pairs"] if p["a"] and p["b"]]
+    sd = statistics.stdev(d)
+    pair_s = statistics.median(p["seconds"] for p in f["pairs"])
+    lv = f["levels"]["a"]
+    rows = []
+    for target in (2, 3, 5, 10):
+        n = pairs_needed(sd, target)
+        rows.append({"mde_pct": target, "pairs": n, "minutes": n * pair_s / 60})
+    return {"metric": f["metric"]["name"], "sigma_repetition": lv["sigma_repetition"], "sigma_trial": lv["sigma_trial"],
+            "sigma_pair_ln_ratio": sd, "pair_seconds": pair_s, "rows": rows}
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--table":
+        print(json.dumps(table(sys.argv[2]), indent=2))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default="build/schedlab")
+    ap.add_argument("--out", default="results/sequential-bench")
+    ap.add_argument("--experiments", type=int, default=20)
+    ap.add_argument("--inject", type=float, default=3.0)
+    ap.add_argument("--target", type=float, default=3.0)
+    ap.add_argument("--aa-margin", type=float, default=5.0)
+    ap.add_argument("--yields", type=int, default=200000)
+    ap.add_argument("--budget", default="10m")
+    ap.add_argument("--max-trials", type=int, default=400)
+    ap.add_argument("--skip", default="", help="comma list: injected,aa")
+    args = ap.parse_args()
+    skip = set(args.skip.split(",")) if args.skip else set()
+    os.makedirs(args.out, exist_ok=True)
+    result = {"yields": args.yields, "target_pct": args.target}
+    ns = calibrate(args)
+    spin = round(ns * args.inject / 100, 1)
+    result["calibration"] = {"ns_per_yield_median": ns, "spin_ns": spin, "inject_pct": args.inject}
+    print(f"calibration: ns_per_yield {ns:.1f} ns; spin_ns {spin} = {args.inject}%", file=sys.stderr)
+    if "injected" not in skip:
+        rows = []
+        for i in range(args.experiments):
+            rows.append(experiment(args, f"yield.spin_ns={spin}", args.target, None, 1000 + i,
+                                   os.path.join(args.out, "injected")))
+            print(f"injected {i + 1}: {rows[-1]['verdict']} after {rows[-1]['pairs']} pairs, "
+                  f"{rows[-1]['elapsed_s']:.0f} s, estimate {rows[-1]['estimate_pct']}", file=sys.stderr)
+        result["injected"] = summarise(rows, "worse")
+        est = [r["estimate_pct"] for r in rows if r["estimate_pct"] is not None]
+        result["injected"]["estimated_effect_pct_median"] = statistics.median(est) if est else None
+        result["injected"]["rows"] = rows
+    if "aa" not in skip:
+        rows = []
+        for i in range(args.experiments):
+            rows.append(experiment(args, f"yield.yields={args.yields}", args.aa_margin, args.aa_margin, 2000 + i,
+                                   os.path.join(args.out, "aa")))
+            print(f"A/A {i + 1}: {rows[-1]['verdict']} after {rows[-1]['pairs']} pairs, "
+                  f"{rows[-1]['elapsed_s']:.0f} s", file=sys.stderr)
+        s = summarise(rows, "equivalent")
+        false = sum(1 for r in rows if r["verdict"].startswith(("worse", "better")))
+        s["false_alarms"] = false
+        s["false_alarm_interval95"] = clopper_pearson(false, len(rows))
+        s["rows"] = rows
+        result["aa"] = s
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
