@@ -29,11 +29,17 @@ import sys
 
 def clopper_pearson(k, n, conf=0.95):
     """Exact binomial interval by bisection on the binomial tail (no scipy needed)."""
+    def term(i, p):  # binomial probability through logs: math.comb overflows a float beyond n ~ 1000
+        if p <= 0 or p >= 1:
+            return float(i == (0 if p <= 0 else n))
+        return math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                        + i * math.log(p) + (n - i) * math.log1p(-p))
+
     def tail_ge(p):  # P(X >= k)
-        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+        return sum(term(i, p) for i in range(k, n + 1))
 
     def tail_le(p):  # P(X <= k)
-        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(0, k + 1))
+        return sum(term(i, p) for i in range(0, k + 1))
 
     a = (1 - conf) / 2
 
