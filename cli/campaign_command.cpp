@@ -2,11 +2,18 @@
 
 #include <chrono>
 #include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/campaign/check_report.hpp"
+#include "daemon/campaign_experiments.hpp"
 #include "daemon/store/store.hpp"
 #include "kernels/recipe.hpp"
+#include "workloads/registry.hpp"
 
 namespace schedlab {
 
@@ -21,12 +28,46 @@ CampaignCommand::CampaignCommand(CLI::App& app) {
       "Kernel recipe directory configurations are checked against (default: the built-in one)");
 }
 
+namespace {
+
+// Per instance of a target campaign: the plan its earlier runs' spread gives, or that the pilot will.
+std::string target_plan_lines(const Campaign& c, const std::vector<CampaignStep>& plan) {
+  std::string out;
+  std::set<std::string> seen;
+  const auto& t = *c.target;
+  for (const auto& step : plan) {
+    if (!seen.insert(step.instance_id).second) continue;
+    SequentialDesign design;
+    design.target_pct = t.mde_pct;
+    design.margin_pct = t.margin_pct.value_or(t.mde_pct);
+    design.alpha = t.alpha;
+    design.max_pairs = static_cast<std::size_t>(c.trials);
+    design.budget_s = t.budget_s;
+    design.pilot_pairs = static_cast<std::size_t>(t.pilot);
+    design.look_every = static_cast<std::size_t>(t.look_every);
+    std::string metric;
+    for (const auto& m : make_workload(step.workload)->metrics())
+      if (m.headline && metric.empty()) metric = m.name;
+    const auto known =
+        campaign_history(campaign_runs_directory(c), campaign_comparison_key(c, step, metric), "");
+    if (!known) {
+      out += fmt::format("{}: no earlier run compared it: the pilot's {} pairs plan it\n", step.instance_id,
+                         t.pilot);
+      continue;
+    }
+    const SequentialExperiment experiment(design, Direction::kLowerIsBetter, known);
+    out += fmt::format("{}: {} (boots included)\n", step.instance_id, experiment.plan_line());
+  }
+  return out;
+}
+
+}  // namespace
+
 int CampaignCommand::run() const {
   const auto campaign = load_campaign(
       file_, recipes_dir_.empty() ? kernels::default_recipes_dir() : std::filesystem::path(recipes_dir_));
   check_on_host(campaign);
   const auto plan = expand_plan(campaign);
-  // Past runs come from the store once the daemon's store is wired in; until then, none are known.
   // Past runs from the campaign's own store, when it exists already (check never creates one).
   std::map<std::string, double> past;
   const std::string prefix = "sqlite://";
@@ -34,7 +75,15 @@ int CampaignCommand::run() const {
       std::filesystem::exists(campaign.store_url.substr(prefix.size())))
     past = open_store(campaign.store_url)->seconds_per_repetition();
   const auto estimate = estimate_duration(plan, past);
+  if (campaign.target && campaign.target->budget_s && estimate.seconds &&
+      *estimate.seconds / campaign.trials > *campaign.target->budget_s)
+    throw InputError(
+        fmt::format("{}: [campaign] budget: {} is below one pair of trials, which took {} here "
+                    "(boots not counted; from {})",
+                    campaign.file.string(), format_duration(*campaign.target->budget_s),
+                    format_duration(*estimate.seconds / campaign.trials), campaign.store_url));
   std::cout << format_campaign_check(campaign, plan, estimate, std::chrono::system_clock::now());
+  if (campaign.target) std::cout << target_plan_lines(campaign, plan);
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/file_lock.hpp"
 #include "daemon/campaign/campaign.hpp"
+#include "daemon/campaign_experiments.hpp"
 #include "daemon/exporter/exporter.hpp"
 #include "daemon/lab_boot.hpp"
 #include "daemon/schedule.hpp"
@@ -32,10 +33,7 @@ namespace fs = std::filesystem;
 constexpr double kStopGraceSeconds = 3.0;  // SIGTERM to the step, then SIGKILL: within systemd's 5 s
 
 std::string directory_name(const std::string& key) {
-  std::string out;
-  for (char c : key)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-') ? c : '_';
-  return out;
+  return file_safe_name(key);
 }
 
 // The step's bundle: the one file under the attempt directory that loads as a bundle.
@@ -286,7 +284,7 @@ class Daemon {
   // Runs the plan's unfinished steps. True when the plan is complete (the run is then ended).
   bool execute(const CampaignRun& run) {
     const auto plan = expand_plan(campaign_);
-    const fs::path run_dir = campaign_.output / directory_name(campaign_.name) / run_directory_name(run);
+    const fs::path run_dir = campaign_runs_directory(campaign_) / run_directory_name(run);
     auto records = store_->steps(run.id);
     for (const auto& step : plan) {
       auto record = records.find(step.key);
@@ -319,6 +317,9 @@ class Daemon {
       }
     }
     records = store_->steps(run.id);
+    std::optional<CampaignExperiments> experiments;
+    if (campaign_.target) experiments.emplace(campaign_, plan, run_dir, run.started_at);
+    std::size_t skipped = 0;
     for (const auto& step : plan) {
       if (stopping()) return false;
       auto record = records.find(step.key);
@@ -326,14 +327,39 @@ class Daemon {
       if (record != records.end() &&
           (record->second.status == StepStatus::kFinished || record->second.status == StepStatus::kFailed))
         continue;
+      if (experiments) {
+        look(run, *experiments);
+        if (auto why = experiments->skip_reason(step)) {
+          ++skipped;
+          log_.debug(fmt::format("step {} not run: {}", step.key, *why));
+          continue;
+        }
+      }
       if (!run_step(run, step, run_dir, attempts + 1, plan.size())) return false;
       if (options_.pause_at == "between-steps") pause("between-steps");
     }
+    if (experiments) look(run, *experiments);
     store_->end_run(run.id, "finished");
-    log_.info(
-        fmt::format("run {} finished: {} step(s), {} failed", run.id, plan.size(), failed_steps(run.id)));
+    log_.info(fmt::format(
+        "run {} finished: {} step(s), {} failed{}", run.id, plan.size() - skipped, failed_steps(run.id),
+        skipped ? fmt::format(", {} not needed once the comparisons stopped", skipped) : ""));
     if (exporter_) exporter_->set_current_step("", 0, static_cast<int>(plan.size()));
     return true;
+  }
+
+  // A target campaign's comparisons brought up to date with the run's finished steps: new plans, looks
+  // and verdicts logged, each instance's record rewritten beside the run's steps.
+  void look(const CampaignRun& run, CampaignExperiments& experiments) {
+    double elapsed = 0;
+    try {
+      elapsed = std::chrono::duration<double>(std::chrono::system_clock::now() -
+                                              parse_utc_timestamp(run.started_at))
+                    .count();
+    } catch (const Error& e) {
+      log_.warning(fmt::format("run {}: {}; its budget counts from now", run.id, e.what()));
+    }
+    for (const auto& line : experiments.update(store_->steps(run.id), elapsed)) log_.info(line);
+    experiments.write();
   }
 
   void discard(const CampaignRun& run, const StepRecord& record, const std::string& why) {
@@ -389,7 +415,8 @@ class Daemon {
     const bool staged = campaign_.boot != "qemu" && fs::exists(attempt_dir / kBootStateFile);
     if (staged && (exit.stopped || exit.exit_code == 0)) return await_reboot(run, step, attempt_dir);
     if (exit.stopped) {
-      discard(run, {step.key, step.index, StepStatus::kRunning, attempt, attempt_dir.string(), "", ""},
+      discard(run,
+              {step.key, step.index, StepStatus::kRunning, attempt, attempt_dir.string(), "", "", "", ""},
               "the daemon was stopped");
       return false;
     }

@@ -16,8 +16,8 @@
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/stats.hpp"
+#include "experiment/sequential_experiment.hpp"
 #include "stats/parametric.hpp"
-#include "stats/sequential.hpp"
 
 namespace schedlab {
 namespace {
@@ -26,14 +26,6 @@ constexpr const char* kSchema = "schedlab.experiment/1";
 // Pairs an earlier experiment must have for its spread to plan a new one instead of a pilot: as many as
 // the default pilot, whose spread it replaces.
 constexpr std::size_t kHistoryPairs = 6;
-constexpr std::size_t kHistoryRecords = 5;
-
-double pct(double log_ratio) {
-  return std::expm1(log_ratio) * 100;
-}
-double log_of_pct(double p) {
-  return std::log1p(p / 100);
-}
 
 const PreparedInstance& only_instance(const PreparedRun& run, const char* side) {
   if (run.instances().size() != 1)
@@ -63,84 +55,20 @@ std::string comparison_key(const PreparedRun& a, const PreparedRun& b, const std
          metric + "/r" + std::to_string(a.plan().repetitions);
 }
 
-struct History {
-  double sd = 0;            // of the pair log ratios
-  double pair_seconds = 0;  // median
-  std::size_t pairs = 0;
-  std::string from;  // the record it came from
-};
-
-// Earlier experiments under OUT on this hardware with the same comparison, each with enough pairs: the
-// latest few pooled (variances weighted by their degrees of freedom), so that one short experiment does
-// not decide the next one's plan, and the machine's present state still does.
-std::optional<History> find_history(const std::filesystem::path& out, const std::string& key,
-                                    const std::string& fingerprint) {
-  struct Earlier {
-    std::string started;
-    std::size_t pairs;
-    double sd, pair_seconds;
-    std::string from;
-  };
-  std::vector<Earlier> found;
+// Earlier experiments under OUT on this hardware with the same comparison: their spread pooled.
+std::optional<KnownSpread> find_history(const std::filesystem::path& out, const std::string& key,
+                                        const std::string& fingerprint) {
+  std::vector<std::pair<std::string, nlohmann::json>> found;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
     const auto record = it->path() / "experiment.json";
     if (!std::filesystem::is_regular_file(record, ec)) continue;
-    nlohmann::json j;
-    try {
-      std::ifstream in(record);
-      j = nlohmann::json::parse(in);
-    } catch (const std::exception&) {
-      continue;  // a record being written, or not ours: it is not history
-    }
-    if (j.value("schema", "") != kSchema || j.value("comparison_key", "") != key ||
-        j.value("host_fingerprint", "") != fingerprint)
-      continue;
-    const auto observed = j.value("observed", nlohmann::json::object());
-    const auto pairs = observed.value("pairs", std::size_t{0});
-    const double sd = observed.value("sd_log_ratio", 0.0);
-    // An experiment that stopped `equivalent` stopped because its spread looked small: its spread is
-    // biased low, and planning from it would make the next one stop early on a small spread too.
-    const auto stop = j.value("stop", nlohmann::json());
-    const auto verdict = stop.is_object() ? stop.value("verdict", std::string()) : std::string();
-    if (pairs < kHistoryPairs || !(sd > 0) || verdict.rfind("equivalent", 0) == 0) continue;
-    found.push_back(
-        {j.value("started_at", ""), pairs, sd, observed.value("median_pair_seconds", 0.0), record.string()});
+    auto j = read_experiment_record(record);
+    if (j.is_object() && j.value("schema", "") == kSchema && j.value("comparison_key", "") == key &&
+        j.value("host_fingerprint", "") == fingerprint)
+      found.emplace_back(record.string(), std::move(j));
   }
-  if (found.empty()) return std::nullopt;
-  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.started > y.started; });
-  if (found.size() > kHistoryRecords) found.resize(kHistoryRecords);
-  History h;
-  double ss = 0, df = 0;
-  std::vector<double> seconds;
-  for (const auto& e : found) {
-    ss += e.sd * e.sd * static_cast<double>(e.pairs - 1);
-    df += static_cast<double>(e.pairs - 1);
-    h.pairs += e.pairs;
-    seconds.push_back(e.pair_seconds);
-  }
-  h.sd = std::sqrt(ss / df);
-  h.pair_seconds = median(seconds);
-  h.from = found.size() == 1 ? found[0].from
-                             : fmt::format("{} experiments under {}, the latest {}", found.size(),
-                                           out.string(), found[0].from);
-  return h;
-}
-
-double median_of(std::vector<double> v) {
-  return v.empty() ? 0 : median(std::move(v));
-}
-
-// The trial's value: the median of its ok repetitions (the diff's trial statistic); none when none is ok.
-std::optional<double> trial_value(const Bundle& b, const std::string& metric) {
-  std::vector<double> values;
-  for (const auto& in : b.instances)
-    for (const auto& rep : in.repetitions)
-      if (rep.ok())
-        if (auto it = rep.metrics.find(metric); it != rep.metrics.end() && it->second.value > 0)
-          values.push_back(it->second.value);
-  if (values.empty()) return std::nullopt;
-  return median(values);
+  return pooled_spread(found, kHistoryPairs, kHistoryRecords, out.string());
 }
 
 // The variance at each level present on the running kernel (Kalibera and Jones, "Rigorous benchmarking
@@ -194,17 +122,6 @@ struct Levels {
     return j;
   }
 };
-
-std::string verdict_word(stats::SequentialState s, Direction d) {
-  const bool up_is_worse = d == Direction::kLowerIsBetter;
-  if (s == stats::SequentialState::kIncrease) return up_is_worse ? "worse" : "better";
-  if (s == stats::SequentialState::kDecrease) return up_is_worse ? "better" : "worse";
-  return to_string(s);
-}
-
-std::string interval_text(double lo, double hi) {
-  return fmt::format("[{:+.2f}%, {:+.2f}%]", pct(lo), pct(hi));
-}
 
 }  // namespace
 
@@ -260,27 +177,30 @@ void check_experiment(const PreparedRun& a, const PreparedRun& b, const Experime
     if (auto h = find_history(o.out_dir, comparison_key(a, b, chosen_metric(ia, o.metric).name), fingerprint);
         h && h->pair_seconds > *o.budget_s)
       throw InputError(fmt::format("--budget {:g} s: below one pair, which took {:.1f} s here ({})",
-                                   *o.budget_s, h->pair_seconds, h->from));
+                                   *o.budget_s, h->pair_seconds, h->source));
   }
 }
 
 ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const ExperimentOptions& o,
                                  Progress& progress) {
-  check_experiment(a, b, o);
   const auto& ia = a.instances().front();
   const MetricDesc metric = chosen_metric(ia, o.metric);
   const bool sequential = o.target_pct.has_value();
-  const double target = sequential ? log_of_pct(*o.target_pct) : 0;
-  const double margin_pct = o.margin_pct.value_or(o.target_pct.value_or(0));
-  const double margin_upper = sequential ? log_of_pct(margin_pct) : 1,
-               margin_lower = sequential ? log_of_pct(-margin_pct) : -1;
-  const std::size_t max_pairs = sequential ? (o.max_pairs ? static_cast<std::size_t>(o.max_pairs) : 100000)
-                                           : static_cast<std::size_t>(o.fixed_pairs);
+  SequentialDesign design;
+  design.target_pct = o.target_pct.value_or(0);
+  design.margin_pct = o.margin_pct.value_or(o.target_pct.value_or(0));
+  design.alpha = o.alpha;
+  design.power = o.power;
+  design.max_pairs = static_cast<std::size_t>(sequential ? o.max_pairs : o.fixed_pairs);
+  design.budget_s = o.budget_s;
+  design.pilot_pairs = static_cast<std::size_t>(o.pilot_pairs);
+  design.look_every = static_cast<std::size_t>(o.look_every);
 
   const auto sys = collect_sysinfo(a.paths());
   const std::string fingerprint = sys.host.value("fingerprint", std::string());
   const std::string key = comparison_key(a, b, metric.name);
   const auto history = sequential ? find_history(o.out_dir, key, fingerprint) : std::nullopt;
+  SequentialExperiment experiment(design, metric.direction, history);
 
   const std::string id = new_run_id(a.plan().seed);
   ExperimentOutcome out;
@@ -308,30 +228,16 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
         {"b", {{"params", b.instances().front().params}, {"dir", "b"}, {"versus", o.versus}}}}},
       {"repetitions_per_trial", a.plan().repetitions},
       {"seed", a.plan().seed},
-      {"design", sequential ? nlohmann::json{{"kind", "sequential"},
-                                             {"procedure",
-                                              "two-sided asymptotic confidence sequence (Waudby-Smith et al. "
-                                              "2024, Gaussian mixture, "
-                                              "running variance) on the mean of ln(b/a) over pairs"},
-                                             {"target_mde_pct", *o.target_pct},
-                                             {"margin_pct", margin_pct},
-                                             {"alpha", o.alpha},
-                                             {"power", o.power},
-                                             {"max_pairs", o.max_pairs ? nlohmann::json(o.max_pairs)
-                                                                       : nlohmann::json(nullptr)},
-                                             {"budget_s", o.budget_s ? nlohmann::json(*o.budget_s)
-                                                                     : nlohmann::json(nullptr)},
-                                             {"pilot_pairs", o.pilot_pairs},
-                                             {"look_every", o.look_every},
-                                             {"order", "seeded coin flip per pair (ab or ba)"}}
-                            : nlohmann::json{{"kind", "fixed"},
-                                             {"pairs", o.fixed_pairs},
-                                             {"order", "seeded coin flip per pair (ab or ba)"}}},
-      {"plan", nullptr},
+      {"design", experiment.design_json()},
+      {"plan", experiment.plan_json()},
       {"looks", nlohmann::json::array()},
       {"pairs", nlohmann::json::array()},
       {"stop", nullptr}};
-  auto save = [&] { write_file_atomic(out.record, record.dump(2) + "\n", /*replace=*/true); };
+  auto save = [&] {
+    record["plan"] = experiment.plan_json();
+    record["looks"] = experiment.looks_json();
+    write_file_atomic(out.record, record.dump(2) + "\n", /*replace=*/true);
+  };
   save();
 
   std::vector<std::string> lines;
@@ -344,81 +250,27 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       to_string(metric.direction),
       o.versus.empty() ? std::string("the same (A/A)") : fmt::format("{}", fmt::join(o.versus, " ")),
       a.plan().repetitions));
-
-  std::optional<stats::SequentialPlan> plan;
-  auto make_plan = [&](double sd, const std::string& source, double pair_seconds) {
-    // A spread of exactly 0 (identical values) would plan 2 pairs; the smallest spread a clock gives instead.
-    const double s = std::max(sd, 1e-6);
-    plan = stats::plan_sequential(s, target, o.alpha, o.power, max_pairs);
-    const std::size_t by_budget =
-        o.budget_s && pair_seconds > 0 ? static_cast<std::size_t>(*o.budget_s / pair_seconds) : max_pairs;
-    const std::size_t affordable = std::min(max_pairs, by_budget);
-    const double mde_at_budget = affordable >= 2
-                                     ? stats::sequence_detectable_shift(static_cast<double>(affordable), s,
-                                                                        plan->tuning, o.alpha, o.power)
-                                     : INFINITY;
-    record["plan"] = {
-        {"sd_log_ratio", sd},
-        {"sd_source", source},
-        {"pairs", plan->pairs},
-        {"reachable_within_max_pairs", plan->reachable},
-        {"tuning_r", plan->tuning},
-        {"predicted_mde_pct", pct(plan->detectable)},
-        {"pair_seconds", pair_seconds},
-        {"expected_seconds", pair_seconds * static_cast<double>(plan->pairs)},
-        {"affordable_pairs", affordable},
-        {"predicted_mde_at_budget_pct",
-         std::isfinite(mde_at_budget) ? nlohmann::json(pct(mde_at_budget)) : nlohmann::json(nullptr)}};
-    say(fmt::format(
-        "plan: sd of ln(b/a) {:.2f}% ({}); {} pairs for an MDE of {:.1f}% (alpha {}, power {}), "
-        "about {:.1f} min{}",
-        sd * 100, source, plan->pairs, pct(plan->detectable), o.alpha, o.power,
-        pair_seconds * static_cast<double>(plan->pairs) / 60,
-        affordable < plan->pairs
-            ? fmt::format("; the budget allows {} pairs: MDE {:.1f}% there", affordable, pct(mde_at_budget))
-            : std::string()));
-  };
-  if (history)
-    make_plan(history->sd, fmt::format("{} pairs of {}", history->pairs, history->from),
-              history->pair_seconds);
+  if (!experiment.plan_line().empty()) say(experiment.plan_line());
 
   InterruptGuard interrupt(BrokenPipe::kInterrupts);
   TrialRunner run_a(a, progress, interrupt.flag(), id + "-a");
   TrialRunner run_b(b, progress, interrupt.flag(), id + "-b");
   std::mt19937_64 coin(a.plan().seed ^ 0x0a0bULL);
   const double start = monotonic_seconds();
-  std::vector<double> d;  // ln(b/a) of the pairs with both values
-  std::vector<double> pair_seconds;
-  std::vector<double> ab_d, ba_d;
   Levels levels;
-  std::size_t lost = 0;
   std::string stop_reason;
-  std::optional<stats::SequentialLook> decided;
 
   for (std::size_t pair = 0;; ++pair) {
-    const double elapsed = monotonic_seconds() - start;
-    const double per_pair =
-        pair_seconds.empty() ? (history ? history->pair_seconds : 0) : median_of(pair_seconds);
-    if (pair >= max_pairs) {
-      stop_reason =
-          sequential ? fmt::format("max pairs ({}) reached", max_pairs) : "the pairs asked for are done";
-      break;
-    }
-    if (o.budget_s && elapsed + per_pair > *o.budget_s) {
-      stop_reason = fmt::format("budget: {:.0f} s of {:.0f} s used, a pair takes {:.1f} s", elapsed,
-                                *o.budget_s, per_pair);
+    if (auto why = experiment.stop_reason(monotonic_seconds() - start)) {
+      stop_reason = *why;
       break;
     }
     const bool b_first = (coin() & 1) != 0;
-    // For the progress line: the plan's pairs once there is a plan, the pilot's before.
-    const int planned =
-        static_cast<int>(!sequential ? max_pairs
-                         : plan      ? std::min<std::size_t>(plan->pairs, max_pairs)
-                                : std::min<std::size_t>(max_pairs, static_cast<std::size_t>(o.pilot_pairs)));
+    const int planned = static_cast<int>(experiment.planned_pairs());
     // The first trial waits for a quiet machine; after it the experiment's own trials are the load.
     SettlePolicy settle = a.plan().settle;
     if (pair > 0) settle.max_wait_s = 0;
-    nlohmann::json experiment = {{"id", id}, {"pair", pair}, {"order", b_first ? "ba" : "ab"}};
+    nlohmann::json tag = {{"id", id}, {"pair", pair}, {"order", b_first ? "ba" : "ab"}};
     std::optional<double> value[2];
     double pair_start = monotonic_seconds();
     bool interrupted = false;
@@ -426,15 +278,15 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       const int side = (position == 0) == b_first ? 1 : 0;
       auto& runner = side == 0 ? run_a : run_b;
       const char* name = side == 0 ? "a" : "b";
-      experiment["side"] = name;
-      experiment["position"] = position;
+      tag["side"] = name;
+      tag["position"] = position;
       const double trial_start = monotonic_seconds();
       auto trial = runner.run_trial(
           static_cast<int>(pair), std::max(planned, static_cast<int>(pair) + 1),
           out.dir / name / fmt::format("{}-{}-trial{}.json", id, name, pair + 1),
           position == 0 ? settle : SettlePolicy{0, settle.max_load_per_cpu, settle.max_running},
           [&](Bundle& bundle) {
-            bundle.experiment = experiment;
+            bundle.experiment = tag;
             for (auto& in : bundle.instances) in.compared_as = compared_as;
           });
       out.failed_repetitions += trial.failed_repetitions;
@@ -456,84 +308,21 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       record["pairs"].push_back(row);
       break;
     }
-    pair_seconds.push_back(seconds);
-    if (value[0] && value[1]) {
-      const double x = std::log(*value[1] / *value[0]);
-      row["ln_ratio"] = x;
-      d.push_back(x);
-      (b_first ? ba_d : ab_d).push_back(x);
-    } else {
-      ++lost;
+    if (value[0] && value[1])
+      row["ln_ratio"] = std::log(*value[1] / *value[0]);
+    else
       row["lost"] = "no ok repetition on a side";
-    }
     record["pairs"].push_back(row);
-    if (lost > std::max<std::size_t>(2, d.size() / 10)) {
-      stop_reason = fmt::format("{} pairs lost to failed repetitions", lost);
-      save();
-      break;
-    }
-    if (!sequential) {
-      save();
-      continue;
-    }
-    if (!plan && d.size() >= static_cast<std::size_t>(o.pilot_pairs)) {
-      std::vector<double> pilot(d.begin(), d.end());
-      make_plan(stats::look(pilot, 1, o.alpha, -1, 1).sd, fmt::format("pilot of {} pairs", d.size()),
-                median_of(pair_seconds));
-    }
-    const auto n = d.size();
-    if (plan && n >= static_cast<std::size_t>(o.pilot_pairs) &&
-        (n - static_cast<std::size_t>(o.pilot_pairs)) % static_cast<std::size_t>(o.look_every) == 0) {
-      const auto l = stats::look(d, plan->tuning, o.alpha, margin_lower, margin_upper);
-      record["looks"].push_back({{"n", n},
-                                 {"elapsed_s", monotonic_seconds() - start},
-                                 {"mean_ln_ratio", l.mean},
-                                 {"sd_ln_ratio", l.sd},
-                                 {"estimate_pct", pct(l.mean)},
-                                 {"interval_pct", {pct(l.lower), pct(l.upper)}},
-                                 {"boundary_pct", {pct(l.lower - l.mean), pct(l.upper - l.mean)}},
-                                 {"state", to_string(l.state)}});
-      say(fmt::format("look at {} pairs: {:+.2f}% {} {}", n, pct(l.mean), interval_text(l.lower, l.upper),
-                      l.state == stats::SequentialState::kContinue
-                          ? "continue"
-                          : verdict_word(l.state, metric.direction)));
-      if (l.state != stats::SequentialState::kContinue) {
-        decided = l;
-        stop_reason = l.state == stats::SequentialState::kEquivalent
-                          ? fmt::format("the sequence lies inside ±{}%", margin_pct)
-                          : "the sequence excludes 0";
-        save();
-        break;
-      }
-    }
+    for (const auto& line :
+         experiment.add_pair(value[0], value[1], b_first, seconds, monotonic_seconds() - start))
+      say(line);
     save();
   }
 
   const double elapsed = monotonic_seconds() - start;
-  nlohmann::json stop = {{"reason", stop_reason},
-                         {"pairs", record["pairs"].size()},
-                         {"pairs_used", d.size()},
-                         {"pairs_lost", lost},
-                         {"elapsed_s", elapsed}};
-  // The order effect: the same comparison read in ab pairs against ba pairs (Welch on ln ratios).
-  if (ab_d.size() >= 2 && ba_d.size() >= 2) {
-    const auto t = stats::welch_t(ab_d, ba_d, 0.95);
-    record["order_effect"] = {{"ab_pairs", ab_d.size()},
-                              {"ba_pairs", ba_d.size()},
-                              {"difference_pct", pct(t.mean_difference)},
-                              {"welch_p", t.p_value},
-                              {"flagged", t.p_value < 0.01}};
-    if (t.p_value < 0.01)
-      say(fmt::format("warning: an order effect: ba pairs differ from ab pairs by {:+.2f}% (Welch p {:.3g})",
-                      pct(t.mean_difference), t.p_value));
-  }
-  if (d.size() >= 2) {
-    const auto l = stats::look(d, 1, o.alpha, -1, 1);
-    record["observed"] = {{"pairs", d.size()},
-                          {"sd_log_ratio", l.sd},
-                          {"mean_ln_ratio", l.mean},
-                          {"median_pair_seconds", median_of(pair_seconds)}};
-  }
+  auto verdict = experiment.finish(stop_reason, elapsed);
+  record["order_effect"] = experiment.order_effect_json();
+  record["observed"] = experiment.observed_json();
   record["levels"] = levels.estimate(a.plan().repetitions);
   if (record["levels"].is_object() && record["levels"].contains("best_repetitions_per_trial")) {
     const auto& lv = record["levels"];
@@ -545,62 +334,20 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
         lv["sigma_trial"].get<double>() * 100, lv["trial_overhead_seconds"].get<double>(),
         lv["best_repetitions_per_trial"].get<double>(), a.plan().repetitions));
   }
-  if (!sequential) {
-    out.verdict = "fixed";
-    say(fmt::format("{} pairs done in {:.1f} min; compare with: schedlab diff {} {}", d.size(), elapsed / 60,
-                    (out.dir / "a").string(), (out.dir / "b").string()));
-  } else if (out.interrupted) {
-    out.verdict = "interrupted";
+  out.verdict = out.interrupted ? "interrupted" : verdict.text;
+  verdict.stop["verdict"] = out.verdict;
+  if (out.interrupted) {
+    for (const auto& line : verdict.lines)
+      if (line.rfind("warning:", 0) == 0) say(line);
+  } else if (!sequential) {
+    for (const auto& line : verdict.lines) say(line);
+    say(fmt::format("{} pairs done in {:.1f} min; compare with: schedlab diff {} {}", experiment.pairs_used(),
+                    elapsed / 60, (out.dir / "a").string(), (out.dir / "b").string()));
   } else {
-    std::optional<stats::SequentialLook> last = decided;
-    // A look at the end is one more look: the sequence is valid at any n, whether or not a block ended.
-    if (!last && plan && d.size() >= 2)
-      last = stats::look(d, plan->tuning, o.alpha, margin_lower, margin_upper);
-    if (decided) {
-      const auto word = verdict_word(decided->state, metric.direction);
-      out.verdict = decided->state == stats::SequentialState::kEquivalent
-                        ? fmt::format("equivalent (±{:g}%)", margin_pct)
-                    : decided->within_margin ? fmt::format("{} (not beyond ±{:g}%)", word, margin_pct)
-                                             : word;
-    } else if (last && last->state != stats::SequentialState::kContinue) {
-      decided = last;
-      const auto word = verdict_word(last->state, metric.direction);
-      out.verdict = last->state == stats::SequentialState::kEquivalent
-                        ? fmt::format("equivalent (±{:g}%)", margin_pct)
-                    : last->within_margin ? fmt::format("{} (not beyond ±{:g}%)", word, margin_pct)
-                                          : word;
-    } else if (last && plan) {
-      const double mde = stats::sequence_detectable_shift(
-          static_cast<double>(d.size()), std::max(last->sd, 1e-6), plan->tuning, o.alpha, o.power);
-      out.verdict = fmt::format("inconclusive (MDE {:.1f}%)", pct(mde));
-      stop["achieved_mde_pct"] = pct(mde);
-      stop["rules_out"] =
-          fmt::format("changes below {:+.2f}% and above {:+.2f}%", pct(last->lower), pct(last->upper));
-    } else {
-      out.verdict = "inconclusive (too few pairs for a look)";
-    }
-    if (last) {
-      stop["estimate_pct"] = pct(last->mean);
-      stop["interval_pct"] = {pct(last->lower), pct(last->upper)};
-    }
-    if (plan && d.size() >= 2) {
-      const double sd = std::max(stats::look(d, 1, o.alpha, -1, 1).sd, 1e-6);
-      stop["mde_at_planned_pairs_with_observed_sd_pct"] = pct(stats::sequence_detectable_shift(
-          static_cast<double>(plan->pairs), sd, plan->tuning, o.alpha, o.power));
-      if (!stop.contains("achieved_mde_pct"))
-        stop["achieved_mde_pct"] = pct(stats::sequence_detectable_shift(static_cast<double>(d.size()), sd,
-                                                                        plan->tuning, o.alpha, o.power));
-    }
-    say(fmt::format(
-        "verdict: {}{} after {} pairs ({:.1f} min); stopped: {}", out.verdict,
-        last ? fmt::format(": {:+.2f}% {}", pct(last->mean), interval_text(last->lower, last->upper))
-             : std::string(),
-        d.size(), elapsed / 60, stop_reason));
-    if (stop.contains("rules_out")) say("the sequence rules out " + stop["rules_out"].get<std::string>());
+    for (const auto& line : verdict.lines) say(line);
     say(fmt::format("the trials: schedlab diff {} {}", (out.dir / "a").string(), (out.dir / "b").string()));
   }
-  stop["verdict"] = out.verdict;
-  record["stop"] = stop;
+  record["stop"] = verdict.stop;
   record["finished_at"] = utc_timestamp();
   save();
   progress.done();

@@ -47,6 +47,7 @@ struct ExperimentOutcome {
   bool interrupted = false;
 };
 
+// Runs it; check_experiment first (the CLI does, before anything is written).
 ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const ExperimentOptions& options,
                                  Progress& progress);
 

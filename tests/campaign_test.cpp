@@ -268,7 +268,7 @@ TEST(CampaignErrors, TomlSyntaxNamesFileAndLine) {
 TEST(CampaignErrors, UnknownKeysAnywhere) {
   const std::string w = "[[workload]]\nname = \"yield\"\n";
   expect_error(kHeader + "trails = 3\n" + w, 6, "[campaign] trails",
-               "unknown key (known: boot, configurations, ");
+               "unknown key (known: alpha, boot, budget, configurations, ");
   expect_error(kHeader + w + "[exporterr]\nlisten = \"\"\n", 8, "exporterr",
                "unknown key (known: campaign, exporter, workload)");
   expect_error(kHeader + "[exporter]\nlisen = \"127.0.0.1:1\"\n" + w, 7, "[exporter] lisen", "unknown key");
@@ -324,6 +324,122 @@ TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
                "'running' is listed twice");
   expect_error(kHeader + "configurations = []\n" + w, 6, "[campaign] configurations",
                "names no configuration");
+}
+
+TEST(Campaign, ATargetCampaignPairsItsConfigurationsInASeededRandomOrder) {
+  CampaignFile f(R"([campaign]
+name = "t"
+schedule = "once"
+store = "sqlite:///s.db"
+output = "/o"
+configurations = ["debian-6.1", "debian-6.12"]
+target_mde = "3%"
+max_trials = 40
+budget = "2h"
+seed = 7
+[[workload]]
+name = "yield"
+)");
+  const auto c = f.load();
+  ASSERT_TRUE(c.target);
+  EXPECT_EQ(c.target->mde_pct, 3);
+  EXPECT_EQ(c.target->max_trials, 40);
+  EXPECT_EQ(c.target->budget_s, 7200);
+  EXPECT_EQ(c.target->pilot, 4);
+  EXPECT_EQ(c.trials, 40);  // the cap is what the plan expands
+  const auto plan = expand_plan(c);
+  ASSERT_EQ(plan.size(), 80u);
+  int b_first = 0;
+  for (int t = 1; t <= 40; ++t) {
+    const auto& first = plan[static_cast<std::size_t>(2 * (t - 1))];
+    const auto& second = plan[static_cast<std::size_t>(2 * (t - 1) + 1)];
+    EXPECT_EQ(first.trial, t);
+    EXPECT_EQ(second.trial, t);
+    EXPECT_NE(first.configuration, second.configuration);
+    EXPECT_EQ(first.configuration == "debian-6.12", pair_b_first(c, t)) << "trial " << t;
+    b_first += first.configuration == "debian-6.12";
+  }
+  // A fair coin over 40 pairs: both orders, neither overwhelming (P(outside 10..30) < 0.2%).
+  EXPECT_GE(b_first, 10);
+  EXPECT_LE(b_first, 30);
+  // The same seed, the same orders; the keys stay those of a fixed campaign's trials.
+  const auto plan_keys = keys(plan);
+  EXPECT_EQ(keys(expand_plan(f.load())), plan_keys);
+  EXPECT_NE(std::find(plan_keys.begin(), plan_keys.end(), "t40/debian-6.1/yield"), plan_keys.end());
+}
+
+TEST(Campaign, ABudgetAloneCapsTheTargetCampaignsPlan) {
+  CampaignFile f(
+      kHeader +
+      "configurations = [\"debian-6.1\", \"debian-6.12\"]\ntarget_mde = 5\nbudget = 5400\n"
+      "margin = \"2%\"\nalpha = 0.01\npilot = 6\nlook_every = 3\n[[workload]]\nname = \"yield\"\n");
+  const auto c = f.load();
+  ASSERT_TRUE(c.target);
+  EXPECT_EQ(c.target->budget_s, 5400);
+  EXPECT_EQ(c.target->margin_pct, 2);
+  EXPECT_EQ(c.target->alpha, 0.01);
+  EXPECT_EQ(c.target->pilot, 6);
+  EXPECT_EQ(c.target->look_every, 3);
+  EXPECT_EQ(c.trials, kBudgetOnlyMaxTrials);
+}
+
+TEST(CampaignErrors, TargetCampaigns) {
+  const std::string w = "[[workload]]\nname = \"yield\"\n";
+  const std::string two = kHeader + "configurations = [\"debian-6.1\", \"debian-6.12\"]\n";
+  expect_error(two + "target_mde = 0\nmax_trials = 9\n" + w, 7, "[campaign] target_mde",
+               "0: expected a percentage above 0 and below 100");
+  expect_error(two + "target_mde = \"-3%\"\nmax_trials = 9\n" + w, 7, "[campaign] target_mde",
+               "-3: expected a percentage above 0");
+  expect_error(two + "target_mde = \"three\"\nmax_trials = 9\n" + w, 7, "[campaign] target_mde",
+               "expected a percentage such as 3 or \"3%\"");
+  expect_error(two + "target_mde = 3\n" + w, 7, "[campaign] target_mde", "give max_trials, budget or both");
+  expect_error(two + "target_mde = 3\nmax_trials = 9\nmargin = 5\n" + w, 9, "[campaign] margin",
+               "5% is larger than target_mde 3%");
+  expect_error(two + "target_mde = 3\nmax_trials = 9\nmargin = 0\n" + w, 9, "[campaign] margin",
+               "must be a positive percentage");
+  expect_error(two + "trials = 3\ntarget_mde = 3\nmax_trials = 9\n" + w, 7, "[campaign] trials",
+               "contradicts target_mde");
+  expect_error(two + "order = \"blocked\"\ntarget_mde = 3\nmax_trials = 9\n" + w, 7, "[campaign] order",
+               "\"blocked\" contradicts target_mde");
+  expect_error(kHeader +
+                   "configurations = [\"debian-6.1\", \"debian-6.12\", \"debian-6.1-rt\"]\ntarget_mde = 3\n"
+                   "max_trials = 9\n" +
+                   w,
+               6, "[campaign] configurations", "target_mde compares two configurations; 3 given");
+  expect_error(kHeader + "target_mde = 3\nmax_trials = 9\n" + w, 6, "[campaign] configurations",
+               "target_mde compares two configurations; 1 given");
+  expect_error(two + "target_mde = 3\nmax_trials = 3\npilot = 4\n" + w, 8, "[campaign] max_trials",
+               "3 is below the pilot's 4 pairs");
+  expect_error(two + "target_mde = 3\npilot = 2\nbudget = 60\n" + w, 8, "[campaign] pilot",
+               "must be at least 3");
+  expect_error(two + "target_mde = 3\nbudget = \"soon\"\n" + w, 8, "[campaign] budget",
+               "budget 'soon': expected a duration such as 90s, 20m");
+  expect_error(two + "target_mde = 3\nbudget = 0\n" + w, 8, "[campaign] budget",
+               "must be a positive duration");
+  expect_error(two + "target_mde = 3\nbudget = 60\nalpha = 0.5\n" + w, 9, "[campaign] alpha",
+               "must lie in (0, 0.5)");
+  for (const char* key : {"max_trials = 9", "budget = \"1h\"", "margin = 2", "pilot = 5"})
+    expect_error(two + key + "\n" + w, 7,
+                 std::string("[campaign] ") + std::string(key).substr(0, std::string(key).find(' ')),
+                 "plans a sequential comparison: give target_mde too");
+}
+
+TEST(CampaignCheck, ATargetCampaignPrintsItsDesignAndThePilotsSteps) {
+  CampaignFile f(kHeader +
+                 "configurations = [\"debian-6.1\", \"debian-6.12\"]\ntarget_mde = \"3%\"\n"
+                 "max_trials = 50\nbudget = \"3h\"\n[[workload]]\nname = \"yield\"\n");
+  auto o = testing::schedlab("campaign check " + f.path().string());
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("sequential comparison of debian-6.1 (a) and debian-6.12 (b), each instance on its "
+                       "headline metric: target MDE 3%, equivalence margin ±3%, alpha 0.05; a pilot of 4 "
+                       "pairs plans it, then a look every 2 pair(s)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("at most 50 pairs, budget 3 h 00 min of machine time"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("t4/debian-6.12/yield"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("t5/debian-6.12/yield"), std::string::npos) << "only the pilot is listed: " << o.out;
+  EXPECT_NE(o.out.find("pairs 5 to 50 as the looks need them"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("at most, total: 100 steps"), std::string::npos) << o.out;
 }
 
 TEST(CampaignErrors, LabBoots) {

@@ -14,6 +14,7 @@
 #include "core/host_paths.hpp"
 #include "core/topology.hpp"
 #include "daemon/exporter/listen.hpp"
+#include "experiment/experiment.hpp"
 #include "kernels/recipe.hpp"
 #include "workloads/common/task_setup.hpp"
 #include "workloads/registry.hpp"
@@ -24,8 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::set<std::string> kCampaignKeys = {
-    "name",   "schedule", "store",   "output",    "configurations",   "trials",       "order", "seed",
-    "events", "counters", "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "boot"};
+    "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
+    "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "boot",
+    // a target campaign (CampaignTarget)
+    "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
 const std::set<std::string> kExporterKeys = {"listen", "pushgateway", "configurations_per_host", "host"};
 const std::set<std::string> kWorkloadKeys = {"name", "id", "repetitions", "params"};
 
@@ -278,6 +281,98 @@ void read_exporter(const Reader& r, const toml::table& root, Campaign& c) {
   if (auto v = r.string(t, p, "host")) c.exporter.host = *v;
 }
 
+// A percentage: a number, or a string such as "3%".
+std::optional<double> read_percent(const Reader& r, const toml::table& t, const std::string& p,
+                                   const char* key) {
+  const toml::node* v = t.get(key);
+  if (!v) return std::nullopt;
+  if (v->is_number())
+    return v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+  if (v->is_string()) {
+    std::string text = v->as_string()->get();
+    if (!text.empty() && text.back() == '%') text.pop_back();
+    try {
+      std::size_t used = 0;
+      const double x = std::stod(text, &used);
+      if (used == text.size()) return x;
+    } catch (const std::exception&) {
+    }
+  }
+  r.fail(*v, p + key, "expected a percentage such as 3 or \"3%\"");
+}
+
+void read_target(const Reader& r, const toml::table& t, const std::string& p, Campaign& c) {
+  const auto mde = read_percent(r, t, p, "target_mde");
+  if (!mde) {
+    for (const char* key : {"margin", "alpha", "max_trials", "budget", "pilot", "look_every"})
+      if (const toml::node* v = t.get(key))
+        r.fail(*v, p + key, "plans a sequential comparison: give target_mde too");
+    return;
+  }
+  const toml::node& at = *t.get("target_mde");
+  if (!(*mde > 0) || *mde >= 100)
+    r.fail(at, p + "target_mde", fmt::format("{:g}: expected a percentage above 0 and below 100", *mde));
+  if (t.get("trials"))
+    r.fail(
+        *t.get("trials"), p + "trials",
+        "a fixed number of trials contradicts target_mde, which plans the number (give max_trials as a cap)");
+  if (c.order == CampaignOrder::kBlocked)
+    r.fail(*t.get("order"), p + "order",
+           "\"blocked\" contradicts target_mde: a sequential comparison looks after each pair, so its trials "
+           "come in pairs");
+  if (c.configurations.size() != 2)
+    r.fail(t.get("configurations") ? *t.get("configurations") : at, p + "configurations",
+           fmt::format("target_mde compares two configurations; {} given", c.configurations.size()));
+  CampaignTarget target;
+  target.mde_pct = *mde;
+  if (auto m = read_percent(r, t, p, "margin")) {
+    if (!(*m > 0))
+      r.fail(*t.get("margin"), p + "margin", fmt::format("{:g}: must be a positive percentage", *m));
+    if (*m > *mde)
+      r.fail(*t.get("margin"), p + "margin",
+             fmt::format("{:g}% is larger than target_mde {:g}%: a comparison sized to see {:g}% cannot "
+                         "promise equivalence within {:g}%",
+                         *m, *mde, *mde, *m));
+    target.margin_pct = *m;
+  }
+  if (const toml::node* v = t.get("alpha")) {
+    if (!v->is_number()) r.fail(*v, p + "alpha", "expected a number in (0, 0.5)");
+    target.alpha =
+        v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    if (!(target.alpha > 0 && target.alpha < 0.5))
+      r.fail(*v, p + "alpha", fmt::format("{:g}: must lie in (0, 0.5)", target.alpha));
+  }
+  // Each pair costs two boots on a kernel comparison: a shorter pilot than `run --versus`'s 6.
+  if (auto v = r.integer(t, p, "pilot", 3)) target.pilot = static_cast<int>(*v);
+  if (auto v = r.integer(t, p, "look_every", 1)) target.look_every = static_cast<int>(*v);
+  if (auto v = r.integer(t, p, "max_trials", 1)) {
+    target.max_trials = static_cast<int>(*v);
+    if (target.max_trials < target.pilot)
+      r.fail(
+          *t.get("max_trials"), p + "max_trials",
+          fmt::format("{} is below the pilot's {} pairs, the first look", target.max_trials, target.pilot));
+  }
+  if (const toml::node* v = t.get("budget")) {
+    double seconds = 0;
+    if (v->is_number())
+      seconds = v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    else if (v->is_string())
+      try {
+        seconds = parse_duration(v->as_string()->get(), "budget");
+      } catch (const InputError& e) {
+        r.fail(*v, p + "budget", e.what());
+      }
+    else
+      r.fail(*v, p + "budget", "expected a duration such as \"20m\" or a number of seconds");
+    if (!(seconds > 0)) r.fail(*v, p + "budget", "must be a positive duration");
+    target.budget_s = seconds;
+  }
+  if (!target.max_trials && !target.budget_s)
+    r.fail(at, p + "target_mde", "give max_trials, budget or both: they bound the comparison");
+  c.trials = target.max_trials ? target.max_trials : kBudgetOnlyMaxTrials;
+  c.target = target;
+}
+
 void read_campaign(const Reader& r, const toml::table& root, const fs::path& recipes_dir, Campaign& c) {
   const toml::node* n = root.get("campaign");
   if (!n) throw InputError(c.file.string() + ": missing table [campaign]");
@@ -368,6 +463,7 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
   };
   seconds("timeout_s", c.timeout_s, false);
   seconds("settle_timeout_s", c.settle_timeout_s, true);
+  read_target(r, t, p, c);
 }
 
 // splitmix64's finaliser: spreads (seed, trial) over the whole generator state.
@@ -428,7 +524,13 @@ std::vector<CampaignStep> expand_plan(const Campaign& c) {
       instances.push_back({std::move(ip), w.repetitions});
 
   std::vector<std::pair<int, std::string>> blocks;  // (trial, configuration) in run order
-  if (c.order == CampaignOrder::kInterleaved) {
+  if (c.target) {
+    for (int t = 1; t <= c.trials; ++t) {
+      const bool b_first = pair_b_first(c, t);
+      blocks.emplace_back(t, c.configurations[b_first ? 1 : 0]);
+      blocks.emplace_back(t, c.configurations[b_first ? 0 : 1]);
+    }
+  } else if (c.order == CampaignOrder::kInterleaved) {
     for (int t = 1; t <= c.trials; ++t)
       for (const auto& conf : c.configurations) blocks.emplace_back(t, conf);
   } else {
@@ -456,6 +558,21 @@ std::vector<CampaignStep> expand_plan(const Campaign& c) {
     }
   }
   return plan;
+}
+
+std::string file_safe_name(const std::string& name) {
+  std::string out;
+  for (char c : name)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-') ? c : '_';
+  return out;
+}
+
+fs::path campaign_runs_directory(const Campaign& c) {
+  return c.output / file_safe_name(c.name);
+}
+
+bool pair_b_first(const Campaign& c, int trial) {
+  return (mix(c.seed ^ 0x0a0bULL ^ mix(static_cast<std::uint64_t>(trial))) & 1) != 0;
 }
 
 PlanTotals plan_totals(const std::vector<CampaignStep>& plan) {

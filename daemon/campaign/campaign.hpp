@@ -32,6 +32,22 @@ struct CampaignWorkload {
   int line = 0;  // of its [[workload]] table, for errors found later
 };
 
+// [campaign] target_mde and its companions: a comparison of exactly two configurations planned to a
+// target effect instead of a fixed number of trials, and stopped by the sequential looks
+// (experiment/sequential_experiment.hpp), instance by instance.
+struct CampaignTarget {
+  double mde_pct = 0;                // target_mde
+  std::optional<double> margin_pct;  // margin (default: the target)
+  double alpha = 0.05;
+  int max_trials = 0;              // pairs, one trial of each configuration each; 0: the budget's cap
+  std::optional<double> budget_s;  // budget: machine time of the run, boots included
+  int pilot = 4;                   // pairs before the plan and the first look
+  int look_every = 2;
+};
+
+// A target campaign with a budget and no max_trials expands this many pairs; the budget ends it first.
+inline constexpr int kBudgetOnlyMaxTrials = 500;
+
 struct Campaign {
   std::filesystem::path file;
   std::string name;
@@ -45,7 +61,8 @@ struct Campaign {
   // daemon, started again by its unit, resumes the step in that kernel).
   std::string boot = "qemu";
   std::vector<std::string> configurations = {"running"};
-  int trials = 1;
+  int trials = 1;                        // with a target: the pairs expanded (max_trials)
+  std::optional<CampaignTarget> target;  // a sequential comparison of the two configurations
   CampaignOrder order = CampaignOrder::kInterleaved;
   std::uint64_t seed = 1;
   std::vector<std::string> events;  // [campaign] events = [...]; empty: the default set
@@ -87,6 +104,7 @@ struct CampaignStep {
 
 // configurations x trials in the campaign's order (interleaved: t1 A, t1 B, t2 A...; blocked: A t1,
 // A t2, B t1...), within each the instances (sweeps expanded) in an order shuffled by seed and trial.
+// A target campaign's pairs are interleaved in a seeded random order (A B or B A, see pair_b_first).
 std::vector<CampaignStep> expand_plan(const Campaign& c);
 
 struct PlanTotals {
@@ -94,6 +112,15 @@ struct PlanTotals {
   int repetitions = 0;  // timed ones, without the warm-ups
   int boots = 0;        // steps that boot a kernel: every one but "running"
 };
+// Whether trial `trial`'s pair of a target campaign runs its second configuration first: a coin flip
+// from the seed, so that B does not always follow A.
+bool pair_b_first(const Campaign& c, int trial);
+
+// A name made safe for one path component: letters, digits, '.', '=' and '-' kept, the rest '_'.
+std::string file_safe_name(const std::string& name);
+// Where the daemon puts a campaign's runs: OUTPUT/NAME (made safe), one run-ID-STAMP directory per run.
+std::filesystem::path campaign_runs_directory(const Campaign& c);
+
 PlanTotals plan_totals(const std::vector<CampaignStep>& plan);
 
 // What past runs of a step's instance are looked up by: "WORKLOAD/PARAMS_HASH", the hash of its

@@ -57,15 +57,32 @@ std::string format_campaign_check(const Campaign& c, const std::vector<CampaignS
   out += fmt::format("exporter {}{}\n", c.exporter.listen.empty() ? "off" : c.exporter.listen,
                      c.exporter.pushgateway.empty() ? "" : ", pushing to " + c.exporter.pushgateway);
 
+  if (c.target) {
+    const auto& t = *c.target;
+    out += fmt::format(
+        "sequential comparison of {} (a) and {} (b), each instance on its headline metric: target MDE "
+        "{:g}%, equivalence margin ±{:g}%, alpha {:g}; a pilot of {} pairs plans it, then a look every {} "
+        "pair(s), stopping an instance's steps once it answers; at most {} pairs{}\n",
+        c.configurations[0], c.configurations[1], t.mde_pct, t.margin_pct.value_or(t.mde_pct), t.alpha,
+        t.pilot, t.look_every, c.trials,
+        t.budget_s ? fmt::format(", budget {} of machine time", format_duration(*t.budget_s))
+                   : std::string());
+  }
+  // A target campaign's plan runs to its cap only when nothing stops it: its pilot is what surely runs.
+  const int listed_trials = c.target ? c.target->pilot : c.trials;
   out += fmt::format("\n{:>4}  {:<44} {:<16} {:>5}  {:<10} {:>4}  {}\n", "step", "key", "configuration",
                      "trial", "workload", "reps", "params");
   for (const auto& s : plan)
-    out += fmt::format("{:>4}  {:<44} {:<16} {:>5}  {:<10} {:>4}  {}\n", s.index, s.key, s.configuration,
-                       s.trial, s.workload, s.repetitions, params_text(s.params));
+    if (s.trial <= listed_trials)
+      out += fmt::format("{:>4}  {:<44} {:<16} {:>5}  {:<10} {:>4}  {}\n", s.index, s.key, s.configuration,
+                         s.trial, s.workload, s.repetitions, params_text(s.params));
+  if (listed_trials < c.trials)
+    out += fmt::format("   …  pairs {} to {} as the looks need them\n", listed_trials + 1, c.trials);
 
   const auto totals = plan_totals(plan);
-  out += fmt::format("\ntotal: {} steps, {} repetitions (+{} discarded warm-ups), {} boots\n", totals.steps,
-                     totals.repetitions, totals.steps, totals.boots);
+  out +=
+      fmt::format("\n{}total: {} steps, {} repetitions (+{} discarded warm-ups), {} boots\n",
+                  c.target ? "at most, " : "", totals.steps, totals.repetitions, totals.steps, totals.boots);
   if (!c.schedule) {
     out += "schedule: once (the daemon runs the plan, then exits)\n";
   } else if (auto next = next_elapse(*c.schedule, now)) {
@@ -73,7 +90,13 @@ std::string format_campaign_check(const Campaign& c, const std::vector<CampaignS
   } else {
     out += fmt::format("schedule: {}; never elapses again (every time it names is past)\n", c.schedule->text);
   }
-  if (estimate.seconds)
+  if (estimate.seconds && c.target)
+    out += fmt::format("estimated duration: {} per pair of trials{}, boots not counted\n",
+                       format_duration(*estimate.seconds / c.trials),
+                       c.target->budget_s
+                           ? ""
+                           : fmt::format(", {} for all {}", format_duration(*estimate.seconds), c.trials));
+  else if (estimate.seconds)
     out += fmt::format("estimated duration: {}\n", format_duration(*estimate.seconds));
   else if (estimate.steps_known == 0)
     out += "estimated duration: no past runs: unknown\n";

@@ -195,7 +195,8 @@ class SqliteStore : public Store {
   std::map<std::string, StepRecord> steps(std::int64_t run) override {
     sql::Statement q(
         db_,
-        "SELECT step_key, step_index, status, attempts, attempt_dir, bundle_path, reason FROM steps "
+        "SELECT step_key, step_index, status, attempts, attempt_dir, bundle_path, reason, started_at, "
+        "finished_at FROM steps "
         "WHERE run_id = ?1");
     q.bind_all(run);
     std::map<std::string, StepRecord> out;
@@ -206,7 +207,9 @@ class SqliteStore : public Store {
                         static_cast<int>(q.integer(3)),
                         q.text(4),
                         q.text(5),
-                        q.text(6)};
+                        q.text(6),
+                        q.text(7),
+                        q.text(8)};
     return out;
   }
 

@@ -49,6 +49,8 @@ struct StepRecord {
   std::string attempt_dir;
   std::string bundle_path;
   std::string reason;
+  std::string started_at;   // of the latest attempt (UTC timestamp); its machine time with finished_at
+  std::string finished_at;  // "" while pending or running
 };
 
 class Store {
