@@ -2,9 +2,10 @@
 """Live sequential experiments on this machine (issue #19): how often `run --versus --target-mde` answers
 right, how long it takes, and whether its plan predicted the precision it reached.
 
-  1. Calibration: yield's ns_per_yield here (9 repetitions), and spin_ns = INJECT % of it: the injected
-     slowdown is real extra work in every operation (a calibrated busy loop, yield.spin_ns), never a
-     scaled copy of measured values.
+  1. Calibration: yield's ns_per_yield here (9 repetitions), and spin_ns = INJECT % of it; or kernbench's
+     elapsed_s with and without a probe of kernbench.unit_work_ms, and the work per compiler run that adds
+     INJECT %: the injected slowdown is real extra work in every operation (a calibrated busy loop),
+     never a scaled copy of measured values.
   2. N experiments `--versus yield.spin_ns=X --target-mde TARGET`: the fraction ending `worse`, the machine
      time of each (median, max), the effect they estimated (the injection as measured), the plan's MDE
      against the MDE the observed spread gives at the planned pairs.
@@ -13,6 +14,8 @@ right, how long it takes, and whether its plan predicted the precision it reache
 
 Usage: bench/sequential_experiments.py [--binary build/schedlab] [--out DIR] [--experiments 20]
        [--inject 3] [--target 3] [--aa-margin 5] [--yields 200000] [--budget 10m] [--max-trials 400]
+       [--workload kernbench --files 30 --inject 10 --target 10]   # kernbench.unit_work_ms injected
+       [--repetitions R]
        bench/sequential_experiments.py --table tests/fixtures/aa-pool-yield/pairs.json   # README's table
 Prints a JSON summary on stdout (and the table lines on stderr). Run it on a quiet machine: nothing else
 heavy at the same time.
@@ -70,18 +73,49 @@ def newest_record(out):
     return json.load(open(records[-1]))
 
 
-def calibrate(args):
-    out = os.path.join(args.out, "calibration")
-    run([args.binary, "run", "--workload", "yield", "--param", f"yield.yields={args.yields}",
-         "--repetitions", "9", "--settle-timeout", "0", "--out", out])
+def base_args(args):
+    """The run both sides share: yield of --yields, or kernbench of the generated --files tree."""
+    if args.workload == "kernbench":
+        return ["--workload", "kernbench", "--param", f"kernbench.files={args.files}",
+                "--repetitions", str(args.repetitions or 1)]
+    return ["--workload", "yield", "--param", f"yield.yields={args.yields}"] + (
+        ["--repetitions", str(args.repetitions)] if args.repetitions else [])
+
+
+def headline(args):
+    return "elapsed_s" if args.workload == "kernbench" else "ns_per_yield"
+
+
+def median_of_run(args, out, extra, repetitions):
+    run([args.binary, "run"] + base_args(args)[:4] + extra + ["--repetitions", str(repetitions),
+                                                              "--settle-timeout", "0", "--out", out])
     bundle = json.load(open(sorted(glob.glob(os.path.join(out, "*.json")))[-1]))
-    values = [r["metrics"]["ns_per_yield"]["value"] for r in bundle["instances"][0]["repetitions"]
+    values = [r["metrics"][headline(args)]["value"] for r in bundle["instances"][0]["repetitions"]
               if r["status"] == "ok"]
     return statistics.median(values)
 
 
+def calibrate(args):
+    """The injection for --inject %: yield's spin_ns as a share of ns_per_yield; kernbench's unit_work_ms
+    from the measured slope of elapsed_s in it (a probe of PROBE ms per compiler run), since a build's
+    elapsed time grows with its CPU work divided by the CPUs make keeps busy."""
+    out = os.path.join(args.out, "calibration")
+    base = median_of_run(args, os.path.join(out, "base"), [], 9 if args.workload == "yield" else 5)
+    if args.workload == "yield":
+        spin = round(base * args.inject / 100, 1)
+        return {"ns_per_yield_median": base, "spin_ns": spin, "inject_pct": args.inject,
+                "versus": f"yield.spin_ns={spin}"}
+    probe = 100.0  # ms: its slowdown (~1.5 s here) must stand well above the noise of a median of 5
+    probed = median_of_run(args, os.path.join(out, "probe"), ["--param", f"kernbench.unit_work_ms={probe}"], 5)
+    slope = (probed - base) / probe  # s of elapsed per ms of work per compiler run
+    ms = round(base * args.inject / 100 / slope, 2)
+    return {"elapsed_s_median": base, "probe_ms": probe, "elapsed_s_at_probe": probed,
+            "elapsed_s_per_unit_ms": slope, "unit_work_ms": ms, "inject_pct": args.inject,
+            "versus": f"kernbench.unit_work_ms={ms}"}
+
+
 def experiment(args, versus, target, margin, seed, out):
-    cmd = [args.binary, "run", "--workload", "yield", "--param", f"yield.yields={args.yields}",
+    cmd = [args.binary, "run"] + base_args(args) + [
            "--versus", versus, "--target-mde", str(target), "--max-trials", str(args.max_trials),
            "--budget", args.budget, "--seed", str(seed), "--settle-timeout", "0", "--out", out]
     if margin is not None:
@@ -178,22 +212,23 @@ def main():
     ap.add_argument("--inject", type=float, default=3.0)
     ap.add_argument("--target", type=float, default=3.0)
     ap.add_argument("--aa-margin", type=float, default=5.0)
+    ap.add_argument("--workload", choices=["yield", "kernbench"], default="yield")
     ap.add_argument("--yields", type=int, default=200000)
+    ap.add_argument("--files", type=int, default=30, help="kernbench: units of the generated tree")
+    ap.add_argument("--repetitions", type=int, default=0, help="per trial (default: run's 3; kernbench 1)")
     ap.add_argument("--budget", default="10m")
     ap.add_argument("--max-trials", type=int, default=400)
     ap.add_argument("--skip", default="", help="comma list: injected,aa")
     args = ap.parse_args()
     skip = set(args.skip.split(",")) if args.skip else set()
     os.makedirs(args.out, exist_ok=True)
-    result = {"yields": args.yields, "target_pct": args.target}
-    ns = calibrate(args)
-    spin = round(ns * args.inject / 100, 1)
-    result["calibration"] = {"ns_per_yield_median": ns, "spin_ns": spin, "inject_pct": args.inject}
-    print(f"calibration: ns_per_yield {ns:.1f} ns; spin_ns {spin} = {args.inject}%", file=sys.stderr)
+    result = {"workload": args.workload, "base": base_args(args), "target_pct": args.target}
+    result["calibration"] = calibrate(args)
+    print(f"calibration: {result['calibration']}", file=sys.stderr)
     if "injected" not in skip:
         rows = []
         for i in range(args.experiments):
-            rows.append(experiment(args, f"yield.spin_ns={spin}", args.target, None, 1000 + i,
+            rows.append(experiment(args, result["calibration"]["versus"], args.target, None, 1000 + i,
                                    os.path.join(args.out, "injected")))
             print(f"injected {i + 1}: {rows[-1]['verdict']} after {rows[-1]['pairs']} pairs, "
                   f"{rows[-1]['elapsed_s']:.0f} s, estimate {rows[-1]['estimate_pct']}", file=sys.stderr)
@@ -204,7 +239,8 @@ def main():
     if "aa" not in skip:
         rows = []
         for i in range(args.experiments):
-            rows.append(experiment(args, f"yield.yields={args.yields}", args.aa_margin, args.aa_margin, 2000 + i,
+            same = f"kernbench.files={args.files}" if args.workload == "kernbench" else f"yield.yields={args.yields}"
+            rows.append(experiment(args, same, args.aa_margin, args.aa_margin, 2000 + i,
                                    os.path.join(args.out, "aa")))
             print(f"A/A {i + 1}: {rows[-1]['verdict']} after {rows[-1]['pairs']} pairs, "
                   f"{rows[-1]['elapsed_s']:.0f} s", file=sys.stderr)

@@ -34,17 +34,8 @@ namespace {
 std::string target_plan_lines(const Campaign& c, const std::vector<CampaignStep>& plan) {
   std::string out;
   std::set<std::string> seen;
-  const auto& t = *c.target;
   for (const auto& step : plan) {
     if (!seen.insert(step.instance_id).second) continue;
-    SequentialDesign design;
-    design.target_pct = t.mde_pct;
-    design.margin_pct = t.margin_pct.value_or(t.mde_pct);
-    design.alpha = t.alpha;
-    design.max_pairs = static_cast<std::size_t>(c.trials);
-    design.budget_s = t.budget_s;
-    design.pilot_pairs = static_cast<std::size_t>(t.pilot);
-    design.look_every = static_cast<std::size_t>(t.look_every);
     std::string metric;
     for (const auto& m : make_workload(step.workload)->metrics())
       if (m.headline && metric.empty()) metric = m.name;
@@ -52,11 +43,22 @@ std::string target_plan_lines(const Campaign& c, const std::vector<CampaignStep>
         campaign_history(campaign_runs_directory(c), campaign_comparison_key(c, step, metric), "");
     if (!known) {
       out += fmt::format("{}: no earlier run compared it: the pilot's {} pairs plan it\n", step.instance_id,
-                         t.pilot);
+                         c.target->pilot);
       continue;
     }
-    const SequentialExperiment experiment(design, Direction::kLowerIsBetter, known);
+    const SequentialExperiment experiment(campaign_design(c), Direction::kLowerIsBetter, known);
     out += fmt::format("{}: {} (boots included)\n", step.instance_id, experiment.plan_line());
+    const auto& lv = known->levels;
+    if (lv.is_object() && lv.contains("best_repetitions_per_trial"))
+      out += fmt::format(
+          "{}: levels: sigma {:.2f}% between repetitions ({:.2f} s each), {:.2f}% between trials ({:.1f} s "
+          "of "
+          "boot, start-up and warm-up each): {} repetitions per trial would reach the target in the least "
+          "machine time ({} given)\n",
+          step.instance_id, lv["sigma_repetition"].get<double>() * 100,
+          lv["repetition_seconds"].get<double>(), lv["sigma_trial"].get<double>() * 100,
+          lv["trial_overhead_seconds"].get<double>(), lv["best_repetitions_per_trial"].get<double>(),
+          step.repetitions);
   }
   return out;
 }

@@ -40,6 +40,19 @@ std::string experiment_file_name(const std::string& instance_id) {
   return "experiment-" + file_safe_name(instance_id) + ".json";
 }
 
+SequentialDesign campaign_design(const Campaign& c) {
+  const auto& t = c.target.value();
+  SequentialDesign d;
+  d.target_pct = t.mde_pct;
+  d.margin_pct = t.margin_pct.value_or(t.mde_pct);
+  d.alpha = t.alpha;
+  d.max_pairs = static_cast<std::size_t>(c.trials);
+  d.budget_s = t.budget_s;
+  d.pilot_pairs = static_cast<std::size_t>(t.pilot);
+  d.look_every = static_cast<std::size_t>(t.look_every);
+  return d;
+}
+
 std::string campaign_comparison_key(const Campaign& c, const CampaignStep& step, const std::string& metric) {
   return c.configurations.at(0) + "/" + c.configurations.at(1) + "/" + step.instance_id + "/" +
          step_estimate_key(step) + "/" + metric + "/r" + std::to_string(step.repetitions);
@@ -68,14 +81,7 @@ CampaignExperiments::CampaignExperiments(const Campaign& campaign, const std::ve
                                          std::filesystem::path run_dir, std::string run_started_at)
     : campaign_(campaign), run_dir_(std::move(run_dir)), run_started_at_(std::move(run_started_at)) {
   if (!campaign.target) throw Error("CampaignExperiments: the campaign has no target_mde");
-  const auto& t = *campaign.target;
-  design_.target_pct = t.mde_pct;
-  design_.margin_pct = t.margin_pct.value_or(t.mde_pct);
-  design_.alpha = t.alpha;
-  design_.max_pairs = static_cast<std::size_t>(campaign.trials);
-  design_.budget_s = t.budget_s;
-  design_.pilot_pairs = static_cast<std::size_t>(t.pilot);
-  design_.look_every = static_cast<std::size_t>(t.look_every);
+  design_ = campaign_design(campaign);
   std::map<std::string, std::size_t> index;
   for (const auto& step : plan) {
     auto [it, added] = index.emplace(step.instance_id, instances_.size());
@@ -96,17 +102,18 @@ CampaignExperiments::CampaignExperiments(const Campaign& campaign, const std::ve
   }
 }
 
-std::optional<double> CampaignExperiments::value_of(const StepRecord& r, const std::string& metric) {
-  if (r.status != StepStatus::kFinished || r.bundle_path.empty()) return std::nullopt;
+const CampaignExperiments::TrialData& CampaignExperiments::trial_data(const StepRecord& r,
+                                                                      const std::string& metric) {
   const std::string key = r.bundle_path + "|" + metric;
-  if (auto cached = values_.find(key); cached != values_.end()) return cached->second;
-  std::optional<double> value;
-  try {
-    value = trial_value(load_bundle(r.bundle_path), metric);
-  } catch (const Error&) {  // a bundle gone from disk: the pair is lost, as a failed step's
-  }
-  values_.emplace(key, value);
-  return value;
+  if (auto cached = trials_.find(key); cached != trials_.end()) return cached->second;
+  TrialData data;
+  if (r.status == StepStatus::kFinished && !r.bundle_path.empty()) try {
+      const auto bundle = load_bundle(r.bundle_path);
+      data.value = trial_value(bundle, metric);
+      data.levels = trial_levels(bundle, metric);
+    } catch (const Error&) {  // a bundle gone from disk: the pair is lost, as a failed step's
+    }
+  return trials_.emplace(key, std::move(data)).first->second;
 }
 
 std::vector<std::string> CampaignExperiments::update(const std::map<std::string, StepRecord>& records,
@@ -118,6 +125,7 @@ std::vector<std::string> CampaignExperiments::update(const std::map<std::string,
   };
   for (auto& in : instances_) {
     SequentialExperiment experiment(design_, in.metric.direction, in.known);
+    LevelEstimate levels;  // a trial is a boot of its kernel here (a process start on "running")
     std::vector<std::string> lines;
     if (!experiment.plan_line().empty())
       lines.push_back(fmt::format("{}: {}", in.id, experiment.plan_line()));
@@ -131,7 +139,11 @@ std::vector<std::string> CampaignExperiments::update(const std::map<std::string,
         pair_begun = ra || rb;
         break;
       }
-      const auto a = value_of(*ra, in.metric.name), b = value_of(*rb, in.metric.name);
+      const auto& da = trial_data(*ra, in.metric.name);
+      const auto& db = trial_data(*rb, in.metric.name);
+      const auto a = da.value, b = db.value;
+      levels.add("a", da.levels.logs, da.levels.rep_seconds, step_seconds(*ra));
+      levels.add("b", db.levels.logs, db.levels.rep_seconds, step_seconds(*rb));
       const double seconds = step_seconds(*ra) + step_seconds(*rb);
       seconds_so_far += seconds;
       const int trial = complete + 1;

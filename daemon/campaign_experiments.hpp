@@ -14,6 +14,7 @@
 
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/store/store.hpp"
+#include "experiment/levels.hpp"
 #include "experiment/sequential_experiment.hpp"
 
 namespace schedlab {
@@ -48,19 +49,26 @@ class CampaignExperiments {
     std::size_t lines_logged = 0;
   };
 
-  std::optional<double> value_of(const StepRecord& r, const std::string& metric);
+  struct TrialData {
+    std::optional<double> value;  // the trial's median; none: no ok repetition, or no bundle
+    TrialLevels levels;
+  };
+  const TrialData& trial_data(const StepRecord& r, const std::string& metric);
 
   const Campaign& campaign_;
   std::filesystem::path run_dir_;
   std::string run_started_at_;
   SequentialDesign design_;
   std::vector<Instance> instances_;
-  std::map<std::string, std::optional<double>> values_;  // "BUNDLE|METRIC" -> the trial's value
+  std::map<std::string, TrialData> trials_;  // by "BUNDLE|METRIC": each bundle read once
   std::map<std::string, nlohmann::json> records_;
 };
 
 // The experiment file of one instance: "experiment-yield.threads=2.json".
 std::string experiment_file_name(const std::string& instance_id);
+
+// The sequential design a target campaign's [campaign] keys describe.
+SequentialDesign campaign_design(const Campaign& c);
 
 // What an instance's comparison is remembered by across runs: the two configurations, the instance's
 // resolved parameters, the metric and the repetitions per trial.

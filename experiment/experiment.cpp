@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/stats.hpp"
+#include "experiment/levels.hpp"
 #include "experiment/sequential_experiment.hpp"
 #include "stats/parametric.hpp"
 
@@ -70,58 +71,6 @@ std::optional<KnownSpread> find_history(const std::filesystem::path& out, const 
   }
   return pooled_spread(found, kHistoryPairs, kHistoryRecords, out.string());
 }
-
-// The variance at each level present on the running kernel (Kalibera and Jones, "Rigorous benchmarking
-// in reasonable time"): repetitions within a trial, and trials beyond what their repetitions explain,
-// on log values, with what each level costs here; from them the repetitions per trial that buy the most
-// precision per second of machine time.
-struct Levels {
-  std::vector<std::vector<double>> trials;  // log values of each trial's ok repetitions
-  std::vector<double> rep_seconds, trial_seconds;
-
-  void add(const Bundle& b, const std::string& metric, double seconds) {
-    std::vector<double> logs;
-    for (const auto& in : b.instances)
-      for (const auto& rep : in.repetitions) {
-        rep_seconds.push_back(rep.duration_s);
-        if (auto it = rep.metrics.find(metric); rep.ok() && it != rep.metrics.end() && it->second.value > 0)
-          logs.push_back(std::log(it->second.value));
-      }
-    if (logs.size() >= 2) trials.push_back(std::move(logs));
-    trial_seconds.push_back(seconds);
-  }
-
-  nlohmann::json estimate(int repetitions) const {
-    if (trials.size() < 3) return nullptr;
-    double within = 0, df = 0;
-    std::vector<double> means;
-    for (const auto& t : trials) {
-      double m = 0;
-      for (double x : t) m += x / static_cast<double>(t.size());
-      for (double x : t) within += (x - m) * (x - m);
-      df += static_cast<double>(t.size() - 1);
-      means.push_back(m);
-    }
-    within /= df;
-    double grand = 0, between = 0;
-    for (double m : means) grand += m / static_cast<double>(means.size());
-    for (double m : means) between += (m - grand) * (m - grand) / static_cast<double>(means.size() - 1);
-    // E[variance of trial means] = sigma_trial^2 + sigma_repetition^2 / r
-    const double trial_var = std::max(0.0, between - within / repetitions);
-    const double c_rep = median(rep_seconds);
-    const double c_trial = std::max(0.0, median(trial_seconds) - repetitions * c_rep);  // start-up, warm-up
-    nlohmann::json j = {{"sigma_repetition", std::sqrt(within)},
-                        {"sigma_trial", std::sqrt(trial_var)},
-                        {"repetition_seconds", c_rep},
-                        {"trial_overhead_seconds", c_trial},
-                        {"trials", trials.size()}};
-    // Precision per machine time is best at r = sqrt(c_trial / c_rep * sigma_rep^2 / sigma_trial^2).
-    if (trial_var > 0 && c_rep > 0)
-      j["best_repetitions_per_trial"] =
-          std::max(1.0, std::round(std::sqrt(c_trial / c_rep * within / trial_var)));
-    return j;
-  }
-};
 
 }  // namespace
 
@@ -257,7 +206,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
   TrialRunner run_b(b, progress, interrupt.flag(), id + "-b");
   std::mt19937_64 coin(a.plan().seed ^ 0x0a0bULL);
   const double start = monotonic_seconds();
-  Levels levels;
+  LevelEstimate levels;
   std::string stop_reason;
 
   for (std::size_t pair = 0;; ++pair) {
@@ -292,7 +241,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       out.failed_repetitions += trial.failed_repetitions;
       interrupted = trial.interrupted;
       value[side] = trial_value(trial.bundle, metric.name);
-      levels.add(trial.bundle, metric.name, monotonic_seconds() - trial_start);
+      levels.add(name, trial.bundle, metric.name, monotonic_seconds() - trial_start);
       settle.max_wait_s = 0;
     }
     const double seconds = monotonic_seconds() - pair_start;

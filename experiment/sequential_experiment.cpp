@@ -55,6 +55,7 @@ std::optional<KnownSpread> pooled_spread(const std::vector<std::pair<std::string
     std::size_t pairs;
     double sd, pair_seconds;
     std::string from;
+    nlohmann::json levels;
   };
   std::vector<Earlier> found;
   for (const auto& [path, j] : records) {
@@ -66,7 +67,8 @@ std::optional<KnownSpread> pooled_spread(const std::vector<std::pair<std::string
     const double sd = observed.value("sd_log_ratio", 0.0);
     const auto verdict = stop.is_object() ? stop.value("verdict", std::string()) : std::string();
     if (pairs < min_pairs || pairs < 2 || !(sd > 0) || verdict.rfind("equivalent", 0) == 0) continue;
-    found.push_back({j.value("started_at", ""), pairs, sd, observed.value("median_pair_seconds", 0.0), path});
+    found.push_back({j.value("started_at", ""), pairs, sd, observed.value("median_pair_seconds", 0.0), path,
+                     j.value("levels", nlohmann::json())});
   }
   if (found.empty()) return std::nullopt;
   std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.started > y.started; });
@@ -82,6 +84,7 @@ std::optional<KnownSpread> pooled_spread(const std::vector<std::pair<std::string
   }
   h.sd = std::sqrt(ss / df);
   h.pair_seconds = median(seconds);
+  h.levels = found[0].levels;
   h.source = found.size() == 1
                  ? found[0].from
                  : fmt::format("{} experiments under {}, the latest {}", found.size(), where, found[0].from);

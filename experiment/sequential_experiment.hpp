@@ -35,6 +35,7 @@ struct KnownSpread {
   double pair_seconds = 0;  // 0: unknown
   std::size_t pairs = 0;
   std::string source;
+  nlohmann::json levels;  // the latest record's variance by level (levels.hpp), null when it had none
 };
 
 // A trial's value: the median of its ok repetitions of `metric` (the diff's trial statistic); none when

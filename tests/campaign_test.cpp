@@ -327,19 +327,9 @@ TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
 }
 
 TEST(Campaign, ATargetCampaignPairsItsConfigurationsInASeededRandomOrder) {
-  CampaignFile f(R"([campaign]
-name = "t"
-schedule = "once"
-store = "sqlite:///s.db"
-output = "/o"
-configurations = ["debian-6.1", "debian-6.12"]
-target_mde = "3%"
-max_trials = 40
-budget = "2h"
-seed = 7
-[[workload]]
-name = "yield"
-)");
+  CampaignFile f(kHeader +
+                 "configurations = [\"debian-6.1\", \"debian-6.12\"]\ntarget_mde = \"3%\"\n"
+                 "max_trials = 40\nbudget = \"2h\"\nseed = 7\n[[workload]]\nname = \"yield\"\n");
   const auto c = f.load();
   ASSERT_TRUE(c.target);
   EXPECT_EQ(c.target->mde_pct, 3);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -26,10 +27,16 @@ using testing::campaign_header;
 using testing::DaemonProcess;
 using testing::short_yield_campaign;
 
-TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
+// What a qemu boot of a recipe needs that this machine lacks, if anything.
+std::optional<std::string> missing_boot_tool() {
   for (const char* tool :
        {"/usr/bin/qemu-system-x86_64", "/bin/busybox", "/usr/bin/cpio", "/usr/sbin/depmod"})
-    if (!fs::exists(tool)) GTEST_SKIP() << tool << " missing (ci/setup installs it)";
+    if (!fs::exists(tool)) return tool;
+  return std::nullopt;
+}
+
+TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
+  if (auto missing = missing_boot_tool()) GTEST_SKIP() << *missing << " missing (ci/setup installs it)";
   testing::TempDir dir;
   const auto config = dir.path() / "campaign.toml";
   std::ofstream(config) << campaign_header("kernels", "once", dir.path()) << "kernel_cache = \""
@@ -77,9 +84,7 @@ TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
 // `worse` and the plan's pairs 5 and 6 are never run. The daemon is stopped after its first step and
 // started again, as a kexec would: the comparison is derived again from the store and comes out the same.
 TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
-  for (const char* tool :
-       {"/usr/bin/qemu-system-x86_64", "/bin/busybox", "/usr/bin/cpio", "/usr/sbin/depmod"})
-    if (!fs::exists(tool)) GTEST_SKIP() << tool << " missing (ci/setup installs it)";
+  if (auto missing = missing_boot_tool()) GTEST_SKIP() << *missing << " missing (ci/setup installs it)";
   testing::TempDir dir;
   const auto config = dir.path() / "campaign.toml";
   std::ofstream(config) << campaign_header("target", "once", dir.path()) << "kernel_cache = \""

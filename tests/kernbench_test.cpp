@@ -196,6 +196,56 @@ TEST(KernbenchRun, ShortRunMetricsAreConsistent) {
   EXPECT_EQ(trees, 1) << "no temporary or second tree is left";
 }
 
+// kernbench.unit_work_ms (issue #19's injected slowdown): every compiler run of the build does that much
+// more CPU work, so user time grows by about (units + the link) x ms, and the bundle says what ran.
+TEST(KernbenchRun, UnitWorkAddsItsCpuTimeToEveryCompilerRun) {
+  TempDir root;
+  constexpr int kFiles = 4;  // 4 units, main.c, the link: 6 compiler runs
+  constexpr double kMs = 150;
+  auto plain = run_kernbench(root.path(), "--param kernbench.files=" + std::to_string(kFiles));
+  ASSERT_EQ(plain.cli.code, 0) << plain.cli.out;
+  auto worked = run_kernbench(root.path(), "--param kernbench.files=" + std::to_string(kFiles) +
+                                               " --param kernbench.unit_work_ms=" + std::to_string(kMs));
+  ASSERT_EQ(worked.cli.code, 0) << worked.cli.out;
+  const auto& base = only_instance(plain).repetitions.at(0);
+  const auto& rep = only_instance(worked).repetitions.at(0);
+  expect_consistent_metrics(rep);
+  const auto& work = rep.details.at("unit_work");
+  EXPECT_EQ(work.at("ms"), kMs);
+  const double ns_per_round = work.at("ns_per_round").get<double>();
+  EXPECT_GT(ns_per_round, 0);
+  EXPECT_NEAR(work.at("rounds").get<double>() * ns_per_round, kMs * 1e6, kMs * 1e6 * 1e-6);
+  EXPECT_NE(rep.details.at("command").get<std::string>().find("CC=" + work.at("wrapper").get<std::string>()),
+            std::string::npos)
+      << rep.details;
+  int compiler_runs = 0;
+  for (const auto& e : fs::directory_iterator(rep.details.at("make_dir").get<std::string>() + "/src"))
+    compiler_runs += e.path().extension() == ".c";
+  EXPECT_EQ(compiler_runs, kFiles);
+  compiler_runs += 2;  // main.c and the link
+  const double added = cpu_s(rep) - cpu_s(base), injected = compiler_runs * kMs / 1000;
+  // CPU time, not wall time: the same however busy the machine is. The chain's speed can change between
+  // its calibration and the build (frequency), hence the wide band.
+  EXPECT_GT(added, 0.75 * injected) << "added " << added << " s for " << injected << " s injected";
+  EXPECT_LT(added, 1.5 * injected) << "added " << added << " s for " << injected << " s injected";
+  // The parameter's default leaves the resolved parameters, so earlier bundles keep their hash.
+  EXPECT_FALSE(base.details.contains("unit_work"));
+}
+
+TEST(KernbenchErrors, UnitWorkGoesIntoTheGeneratedTreeOnly) {
+  TempDir root;
+  const auto tree = root.path() / "tree";
+  fs::create_directories(tree);
+  testing::spit(tree / "Makefile", "all:\n\ttrue\nclean:\n\ttrue\n");
+  auto r = run_kernbench(root.path(),
+                         "--param kernbench.tree=" + tree.string() + " --param kernbench.unit_work_ms=10");
+  EXPECT_EQ(r.cli.code, 2) << r.cli.out;
+  EXPECT_NE(r.cli.out.find("kernbench.unit_work_ms: injected work goes into the generated tree's compiler"),
+            std::string::npos)
+      << r.cli.out;
+  EXPECT_FALSE(r.bundle);
+}
+
 // GNU time's elapsed, user and system seconds for make -jJ on `tree` after a clean.
 std::array<double, 3> gnu_time_build(const fs::path& tree, const fs::path& scratch, int jobs) {
   const auto out = scratch / "time.txt";

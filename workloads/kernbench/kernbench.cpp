@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
 #include "core/error.hpp"
 #include "core/file_lock.hpp"
 #include "workloads/common/task_setup.hpp"
@@ -22,11 +26,45 @@ struct Options {
   int files;
   SchedPolicy policy;
   int nice;
+  double unit_work_ms;  // injected CPU work per compiler run; 0: none
 };
 
 Options options_from(const ParamValues& p) {
-  return {p.at("jobs").get<long long>(), p.at("tree").get<std::string>(), p.at("files").get<int>(),
-          parse_policy(p.at("policy").get<std::string>()), p.at("nice").get<int>()};
+  return {p.at("jobs").get<long long>(), p.at("tree").get<std::string>(),
+          p.at("files").get<int>(),      parse_policy(p.at("policy").get<std::string>()),
+          p.at("nice").get<int>(),       p.value("unit_work_ms", 0.0)};
+}
+
+// schedlab-unit-work, the compiler wrapper that does the injected work: installed beside the schedlab
+// binary, or, for a test binary running the workload in process, where the build put it.
+std::filesystem::path unit_work_tool() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::exists(self.parent_path() / "schedlab-unit-work"))
+    return self.parent_path() / "schedlab-unit-work";
+#ifdef SCHEDLAB_UNIT_WORK_BUILT
+  if (std::filesystem::exists(SCHEDLAB_UNIT_WORK_BUILT)) return SCHEDLAB_UNIT_WORK_BUILT;
+#endif
+  throw Error("kernbench.unit_work_ms: schedlab-unit-work is not beside " + self.string() +
+              " (cmake --install installs it there)");
+}
+
+struct UnitWork {
+  std::filesystem::path tool;
+  double ns_per_round = 0;
+  unsigned long long rounds = 0;
+};
+
+// The rounds of the wrapper's chain that take `ms` here, timed by the wrapper itself (untimed for the
+// repetition: before make starts).
+UnitWork calibrate_unit_work(double ms) {
+  UnitWork w;
+  w.tool = unit_work_tool();
+  const auto r = kernbench::run_process({{w.tool.string(), "--calibrate"}, true, std::nullopt, 0});
+  if (!r.ok() || std::sscanf(r.out.c_str(), "%lf", &w.ns_per_round) != 1 || !(w.ns_per_round > 0))
+    throw Error(w.tool.string() + " --calibrate failed (" + r.status_text() + "): " + r.out + r.err);
+  w.rounds = static_cast<unsigned long long>(std::llround(ms * 1e6 / w.ns_per_round));
+  return w;
 }
 
 int online_cpus() {
@@ -98,6 +136,18 @@ std::vector<ParamSpec> KernbenchWorkload::params() const {
                {}});
   p.push_back(policy_param("make and the compilers it starts (they inherit it)"));
   p.push_back(nice_param("make and the compilers it starts"));
+  ParamSpec work{
+      "unit_work_ms",
+      ParamKind::kNumber,
+      0.0,
+      "ms",
+      "injected work: this many ms of a fixed CPU loop (calibrated before each build) before "
+      "every compiler run of the generated tree, a known slowdown for testing experiments; 0: none",
+      0.0,
+      60000.0,
+      {}};
+  work.omitted_at_default = true;
+  p.push_back(work);
   return p;
 }
 
@@ -129,6 +179,11 @@ void KernbenchWorkload::validate(const ParamValues& params, const WorkloadContex
   if (ctx.cache_dir.empty())
     throw InputError("kernbench needs a cache directory for its source trees (--cache-dir)");
   kernbench::check_tree(o.tree);
+  if (o.unit_work_ms > 0 && o.tree != "generated")
+    throw InputError(
+        "kernbench.unit_work_ms: injected work goes into the generated tree's compiler runs "
+        "only (kernbench.tree=generated); '" +
+        o.tree + "' builds with its own compiler settings");
 }
 
 WorkloadResult KernbenchWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
@@ -147,7 +202,13 @@ WorkloadResult KernbenchWorkload::run(const ParamValues& params, const WorkloadC
                 kernbench::error_excerpt(clean.err));
   sync_filesystem_of(tree.make_dir);
 
-  const auto build_argv = kernbench::make_command(tree, {o.jobs == 0 ? "-j" : "-j" + std::to_string(o.jobs)});
+  std::vector<std::string> make_args = {o.jobs == 0 ? "-j" : "-j" + std::to_string(o.jobs)};
+  std::optional<UnitWork> work;
+  if (o.unit_work_ms > 0) {
+    work = calibrate_unit_work(o.unit_work_ms);
+    make_args.push_back("CC=" + work->tool.string() + " " + std::to_string(work->rounds) + " gcc");
+  }
+  const auto build_argv = kernbench::make_command(tree, make_args);
   const auto r = kernbench::run_process({build_argv, false, o.policy, o.nice});
   if (!r.ok())
     throw Error(join(build_argv) + " failed (" + r.status_text() + "); first lines of its error output:\n" +
@@ -178,6 +239,11 @@ WorkloadResult KernbenchWorkload::run(const ParamValues& params, const WorkloadC
                     {"major_faults", r.usage.ru_majflt},
                     {"max_rss_kib", r.usage.ru_maxrss}};
   if (tree.kind == "generated") result.details["files"] = o.files;
+  if (work)
+    result.details["unit_work"] = {{"ms", o.unit_work_ms},
+                                   {"rounds", work->rounds},
+                                   {"ns_per_round", work->ns_per_round},
+                                   {"wrapper", work->tool.string()}};
   return result;
 }
 
