@@ -32,10 +32,6 @@ namespace fs = std::filesystem;
 
 constexpr double kStopGraceSeconds = 3.0;  // SIGTERM to the step, then SIGKILL: within systemd's 5 s
 
-std::string directory_name(const std::string& key) {
-  return file_safe_name(key);
-}
-
 // The step's bundle: the one file under the attempt directory that loads as a bundle.
 std::optional<fs::path> find_bundle(const fs::path& dir) {
   std::error_code ec;
@@ -124,9 +120,9 @@ class Daemon {
       : options_(options),
         log_(options.log_level),
         campaign_(std::move(campaign)),
-        lock_(campaign_.output / ".daemon", campaign_.name, directory_name(campaign_.name)),
+        lock_(campaign_.output / ".daemon", campaign_.name, file_safe_name(campaign_.name)),
         store_(open_store(campaign_.store_url)),
-        process_(campaign_.output / ".daemon" / (directory_name(campaign_.name) + ".step"),
+        process_(campaign_.output / ".daemon" / (file_safe_name(campaign_.name) + ".step"),
                  options.isolation != "session") {
     // A Pushgateway without a listen address is push-only: the exporter holds the series it pushes.
     if (!campaign_.exporter.listen.empty() || !campaign_.exporter.pushgateway.empty())
@@ -393,7 +389,7 @@ class Daemon {
   // False when the daemon was asked to stop during the step (the step is then discarded).
   bool run_step(const CampaignRun& run, const CampaignStep& step, const fs::path& run_dir, int attempt,
                 std::size_t total) {
-    const fs::path attempt_dir = run_dir / fmt::format("{:03}-{}", step.index, directory_name(step.key)) /
+    const fs::path attempt_dir = run_dir / fmt::format("{:03}-{}", step.index, file_safe_name(step.key)) /
                                  fmt::format("attempt-{}", attempt);
     if (fs::exists(attempt_dir)) {  // not this run's: only a fresh directory can hold this attempt's bundle
       const auto kept = set_aside(attempt_dir);
