@@ -16,7 +16,8 @@ Usage: bench/sequential_experiments.py [--binary build/schedlab] [--out DIR] [--
        [--inject 3] [--target 3] [--aa-margin 5] [--yields 200000] [--budget 10m] [--max-trials 400]
        [--workload kernbench --files 30 --inject 10 --target 10]   # kernbench.unit_work_ms injected
        [--repetitions R]
-       bench/sequential_experiments.py --table tests/fixtures/aa-pool-yield/pairs.json   # README's table
+       bench/sequential_experiments.py --table tests/fixtures/aa-pool-yield/pairs.json [OUT/ID/experiment.json...]
+         # README's table, from the pool or from fixed A/A experiments (`run --versus` the same value)
 Prints a JSON summary on stdout (and the table lines on stderr). Run it on a quiet machine: nothing else
 heavy at the same time.
 """
@@ -135,6 +136,7 @@ def experiment(args, versus, target, margin, seed, out):
         "mde_at_planned_pairs_with_observed_sd_pct": stop.get("mde_at_planned_pairs_with_observed_sd_pct"),
         "achieved_mde_pct": stop.get("achieved_mde_pct"),
         "order_effect": r.get("order_effect"),
+        "covariate": r.get("covariate"),
     }
 
 
@@ -142,8 +144,12 @@ def summarise(rows, want):
     n = len(rows)
     hits = sum(1 for r in rows if r["verdict"].startswith(want))
     times = [r["elapsed_s"] for r in rows]
-    agree = [abs(r["mde_at_planned_pairs_with_observed_sd_pct"] / r["predicted_mde_pct"] - 1) <= 0.25
-             for r in rows if r["predicted_mde_pct"] and r["mde_at_planned_pairs_with_observed_sd_pct"]]
+    def agreement(source):
+        ok = [abs(r["mde_at_planned_pairs_with_observed_sd_pct"] / r["predicted_mde_pct"] - 1) <= 0.25
+              for r in rows if r["predicted_mde_pct"] and r["mde_at_planned_pairs_with_observed_sd_pct"]
+              and (source is None or r["plan_sd_source"].startswith("pilot") == (source == "pilot"))]
+        return f"{sum(ok)}/{len(ok)}"
+    cov = [r["covariate"] for r in rows if r.get("covariate")]
     return {
         "experiments": n,
         f"{want}": hits,
@@ -152,7 +158,17 @@ def summarise(rows, want):
         "verdicts": {v: sum(1 for r in rows if r["verdict"] == v) for v in sorted({r["verdict"] for r in rows})},
         "machine_time_s": {"median": statistics.median(times), "max": max(times)},
         "pairs": {"median": statistics.median(r["pairs"] for r in rows), "max": max(r["pairs"] for r in rows)},
-        "plan_mde_within_25pct": f"{sum(agree)}/{len(agree)}",
+        "plan_mde_within_25pct": agreement(None),
+        "plan_mde_within_25pct_planned_from_history": agreement("history"),
+        "plan_mde_within_25pct_planned_from_pilot": agreement("pilot"),
+        "ratio_mde_at_plan_observed_to_predicted": sorted(
+            round(r["mde_at_planned_pairs_with_observed_sd_pct"] / r["predicted_mde_pct"], 3) for r in rows
+            if r["predicted_mde_pct"] and r["mde_at_planned_pairs_with_observed_sd_pct"]),
+        "covariate": None if not cov else {
+            "experiments": len(cov),
+            "correlation_median": statistics.median(c["correlation"] for c in cov),
+            "variance_reduction_out_of_sample_median": statistics.median(
+                c["variance_reduction_out_of_sample"] for c in cov)},
     }
 
 
@@ -186,24 +202,33 @@ def pairs_needed(sd, target_pct, alpha=0.05, z_power=0.8416212335729143):
         n += 1 if n < 64 else max(1, n // 64)
 
 
-def table(fixture_path):
-    """The README's table for this machine: sigma by level, pairs and machine time per MDE."""
-    f = json.load(open(fixture_path))
-    d = [math.log(p["b"] / p["a"]) for p in f["pairs"] if p["a"] and p["b"]]
+def table(path):
+    """The README's table for this machine: sigma by level, pairs and machine time per MDE. PATH is the
+    A/A pool fixture or an experiment.json of a fixed A/A experiment (`run --versus` of the same value)."""
+    f = json.load(open(path))
+    pairs = [p for p in f["pairs"] if isinstance(p.get("a"), (int, float)) and isinstance(p.get("b"), (int, float))
+             and p["a"] > 0 and p["b"] > 0]
+    d = [math.log(p["b"] / p["a"]) for p in pairs]
     sd = statistics.stdev(d)
-    pair_s = statistics.median(p["seconds"] for p in f["pairs"])
-    lv = f["levels"]["a"]
+    pair_s = statistics.median(p["seconds"] for p in pairs)
+    lv = f["levels"]["a"] if "a" in f["levels"] else f["levels"]
     rows = []
     for target in (2, 3, 5, 10):
         n = pairs_needed(sd, target)
         rows.append({"mde_pct": target, "pairs": n, "minutes": n * pair_s / 60})
-    return {"metric": f["metric"]["name"], "sigma_repetition": lv["sigma_repetition"], "sigma_trial": lv["sigma_trial"],
-            "sigma_pair_ln_ratio": sd, "pair_seconds": pair_s, "rows": rows}
+    out = {"metric": f["metric"]["name"], "pairs": len(pairs), "sigma_repetition": lv.get("sigma_repetition"),
+           "sigma_trial": lv.get("sigma_trial"), "repetition_seconds": lv.get("repetition_seconds"),
+           "trial_overhead_seconds": lv.get("trial_overhead_seconds"),
+           "best_repetitions_per_trial": lv.get("best_repetitions_per_trial"),
+           "sigma_pair_ln_ratio": sd, "pair_seconds": pair_s, "rows": rows}
+    if f.get("covariate"):
+        out["covariate"] = f["covariate"]
+    return out
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--table":
-        print(json.dumps(table(sys.argv[2]), indent=2))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--table":
+        print(json.dumps([table(path) for path in sys.argv[2:]], indent=2))
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/schedlab")

@@ -16,6 +16,8 @@
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/stats.hpp"
+#include "experiment/covariate.hpp"
+#include "experiment/cpu_probe.hpp"
 #include "experiment/levels.hpp"
 #include "experiment/sequential_experiment.hpp"
 #include "stats/parametric.hpp"
@@ -24,9 +26,9 @@ namespace schedlab {
 namespace {
 
 constexpr const char* kSchema = "schedlab.experiment/1";
-// Pairs an earlier experiment must have for its spread to plan a new one instead of a pilot: as many as
-// the default pilot, whose spread it replaces.
-constexpr std::size_t kHistoryPairs = 6;
+// Unstopped pairs (pilot, or a fixed design's) an earlier experiment must have for its spread to count:
+// the smallest pilot allowed.
+constexpr std::size_t kHistoryPairs = 4;
 
 const PreparedInstance& only_instance(const PreparedRun& run, const char* side) {
   if (run.instances().size() != 1)
@@ -208,6 +210,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
   const double start = monotonic_seconds();
   LevelEstimate levels;
   std::string stop_reason;
+  std::vector<double> pair_d, pair_probe;  // the pairs with both values, for the covariate's record
 
   for (std::size_t pair = 0;; ++pair) {
     if (auto why = experiment.stop_reason(monotonic_seconds() - start)) {
@@ -221,6 +224,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
     if (pair > 0) settle.max_wait_s = 0;
     nlohmann::json tag = {{"id", id}, {"pair", pair}, {"order", b_first ? "ba" : "ab"}};
     std::optional<double> value[2];
+    CpuProbe probe[2];
     double pair_start = monotonic_seconds();
     bool interrupted = false;
     for (int position = 0; position < 2 && !interrupted; ++position) {
@@ -229,6 +233,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       const char* name = side == 0 ? "a" : "b";
       tag["side"] = name;
       tag["position"] = position;
+      probe[side] = run_cpu_probe();
       const double trial_start = monotonic_seconds();
       auto trial = runner.run_trial(
           static_cast<int>(pair), std::max(planned, static_cast<int>(pair) + 1),
@@ -257,9 +262,12 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       record["pairs"].push_back(row);
       break;
     }
-    if (value[0] && value[1])
-      row["ln_ratio"] = std::log(*value[1] / *value[0]);
-    else
+    row["probe_ns_per_step"] = {probe[0].ns_per_step, probe[1].ns_per_step};
+    if (value[0] && value[1]) {
+      pair_d.push_back(std::log(*value[1] / *value[0]));
+      row["ln_ratio"] = pair_d.back();
+      pair_probe.push_back(std::log(probe[1].ns_per_step / probe[0].ns_per_step));
+    } else
       row["lost"] = "no ok repetition on a side";
     record["pairs"].push_back(row);
     for (const auto& line :
@@ -273,6 +281,14 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
   record["order_effect"] = experiment.order_effect_json();
   record["observed"] = experiment.observed_json();
   record["levels"] = levels.estimate(a.plan().repetitions);
+  record["covariate"] = covariate_json(pair_d, pair_probe, design.margin_pct, design.alpha);
+  if (record["covariate"].is_object()) {
+    const auto& c = record["covariate"];
+    say(fmt::format(
+        "covariate (CPU-speed probe, recorded, not used): correlation {:+.2f} with ln(b/a), "
+        "{:.0f}% of the variance out of sample",
+        c["correlation"].get<double>(), c["variance_reduction_out_of_sample"].get<double>() * 100));
+  }
   if (record["levels"].is_object() && record["levels"].contains("best_repetitions_per_trial")) {
     const auto& lv = record["levels"];
     say(fmt::format(

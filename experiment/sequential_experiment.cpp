@@ -48,27 +48,39 @@ nlohmann::json read_experiment_record(const std::filesystem::path& file) {
   }
 }
 
+std::vector<double> unstopped_ln_ratios(const nlohmann::json& record) {
+  const auto design = record.value("design", nlohmann::json());
+  const auto pairs = record.value("pairs", nlohmann::json());
+  if (!design.is_object() || !pairs.is_array()) return {};
+  const bool fixed = design.value("kind", "") == "fixed";
+  const auto wanted = fixed ? pairs.size() : design.value("pilot_pairs", std::size_t{0});
+  std::vector<double> d;
+  for (const auto& p : pairs) {
+    if (d.size() >= wanted) break;
+    if (p.is_object() && p.contains("ln_ratio") && p["ln_ratio"].is_number())
+      d.push_back(p["ln_ratio"].get<double>());
+  }
+  return d;
+}
+
 std::optional<KnownSpread> pooled_spread(const std::vector<std::pair<std::string, nlohmann::json>>& records,
                                          std::size_t min_pairs, std::size_t keep, const std::string& where) {
   struct Earlier {
     std::string started;
-    std::size_t pairs;
-    double sd, pair_seconds;
+    std::vector<double> d;
+    double pair_seconds;
     std::string from;
     nlohmann::json levels;
   };
   std::vector<Earlier> found;
   for (const auto& [path, j] : records) {
     if (!j.is_object()) continue;
+    auto d = unstopped_ln_ratios(j);
+    if (d.size() < std::max<std::size_t>(min_pairs, 2)) continue;
     const auto observed = j.value("observed", nlohmann::json());
-    const auto stop = j.value("stop", nlohmann::json());
-    if (!observed.is_object()) continue;
-    const auto pairs = observed.value("pairs", std::size_t{0});
-    const double sd = observed.value("sd_log_ratio", 0.0);
-    const auto verdict = stop.is_object() ? stop.value("verdict", std::string()) : std::string();
-    if (pairs < min_pairs || pairs < 2 || !(sd > 0) || verdict.rfind("equivalent", 0) == 0) continue;
-    found.push_back({j.value("started_at", ""), pairs, sd, observed.value("median_pair_seconds", 0.0), path,
-                     j.value("levels", nlohmann::json())});
+    const double pair_seconds = observed.is_object() ? observed.value("median_pair_seconds", 0.0) : 0.0;
+    found.push_back(
+        {j.value("started_at", ""), std::move(d), pair_seconds, path, j.value("levels", nlohmann::json())});
   }
   if (found.empty()) return std::nullopt;
   std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.started > y.started; });
@@ -77,13 +89,15 @@ std::optional<KnownSpread> pooled_spread(const std::vector<std::pair<std::string
   double ss = 0, df = 0;
   std::vector<double> seconds;
   for (const auto& e : found) {
-    ss += e.sd * e.sd * static_cast<double>(e.pairs - 1);
-    df += static_cast<double>(e.pairs - 1);
-    h.pairs += e.pairs;
-    seconds.push_back(e.pair_seconds);
+    // Each record around its own mean: the records are of one comparison, but the machine drifts.
+    const double sd = sample_sd(e.d);
+    ss += sd * sd * static_cast<double>(e.d.size() - 1);
+    df += static_cast<double>(e.d.size() - 1);
+    h.pairs += e.d.size();
+    if (e.pair_seconds > 0) seconds.push_back(e.pair_seconds);
   }
   h.sd = std::sqrt(ss / df);
-  h.pair_seconds = median(seconds);
+  h.pair_seconds = seconds.empty() ? 0 : median(seconds);
   h.levels = found[0].levels;
   h.source = found.size() == 1
                  ? found[0].from

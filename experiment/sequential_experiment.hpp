@@ -46,14 +46,20 @@ std::optional<double> trial_value(const Bundle& b, const std::string& metric);
 nlohmann::json read_experiment_record(const std::filesystem::path& file);
 
 // How many earlier records plan a new experiment: the latest few, so that one short experiment does not
-// decide the next one's plan, and the machine's present state still does.
-inline constexpr std::size_t kHistoryRecords = 5;
+// decide the next one's plan, and the machine's present state still does. Their pilots being short, a
+// few records' worth pool to a spread known within about ±15%.
+inline constexpr std::size_t kHistoryRecords = 8;
+
+// The ln(b/a) of a record's pairs whose number did not depend on the data: all of a fixed design's, the
+// pilot of a sequential one. A sequential experiment's later pairs are no sample of the spread: it
+// stops early when its spread looks small and runs long when it looks large, so the spread of all
+// its pairs is biased (low for the stops that answered, high for those the budget ended).
+std::vector<double> unstopped_ln_ratios(const nlohmann::json& record);
 
 // The spread of earlier experiments of the same comparison ((path, record) pairs, the caller having
-// matched them): the latest `keep` by started_at with at least `min_pairs` pairs, variances pooled by
-// their degrees of freedom. Records that stopped `equivalent` are left out: they stopped because their
-// spread looked small, so it is biased low, and planning from it would make the next one stop early on a
-// small spread too. `where` names them in the source. nullopt when none qualifies.
+// matched them): the latest `keep` by started_at with at least `min_pairs` unstopped pairs, each
+// record's squared deviations around its own mean pooled. `where` names them in the source. nullopt when
+// none qualifies.
 std::optional<KnownSpread> pooled_spread(const std::vector<std::pair<std::string, nlohmann::json>>& records,
                                          std::size_t min_pairs, std::size_t keep, const std::string& where);
 

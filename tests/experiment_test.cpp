@@ -66,8 +66,8 @@ TEST(Experiment, BadInputIsOneClearErrorExitTwoAndNothingWritten) {
 TEST(Experiment, ABudgetBelowOnePairIsRefusedOnceThisHostHasRunThePair) {
   TempDir dir;
   const auto out = dir.path() / "out";
-  // The history: a real A/A experiment of this comparison, 8 fixed pairs (enough for its spread to be kept;
-  // one that stopped `equivalent` would not count, its spread being biased low by the stop).
+  // The history: a real A/A experiment of this comparison, 8 fixed pairs (a fixed design's pairs all
+  // count; of a sequential one only its pilot, the pairs its stopping rule did not choose).
   auto first = schedlab(kYield + "--versus yield.yields=20000 --trials 8 --out " + out.string());
   ASSERT_EQ(first.code, 0) << first.out;
   expect_refused("--versus yield.yields=20000 --target-mde 50 --budget 0.01s",
