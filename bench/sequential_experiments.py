@@ -16,7 +16,7 @@ Usage: bench/sequential_experiments.py [--binary build/schedlab] [--out DIR] [--
        [--inject 3] [--target 3] [--aa-margin 5] [--yields 200000] [--budget 10m] [--max-trials 400]
        [--workload kernbench --files 30 --inject 10 --target 10]   # kernbench.unit_work_ms injected
        [--repetitions R]
-       bench/sequential_experiments.py --table tests/fixtures/aa-pool-yield/pairs.json [OUT/ID/experiment.json...]
+       bench/sequential_experiments.py --table tests/fixtures/aa-pool-yield/pairs.json [OUT/ID/experiment.json[:METRIC]...]
          # README's table, from the pool or from fixed A/A experiments (`run --versus` the same value)
 Prints a JSON summary on stdout (and the table lines on stderr). Run it on a quiet machine: nothing else
 heavy at the same time.
@@ -202,33 +202,68 @@ def pairs_needed(sd, target_pct, alpha=0.05, z_power=0.8416212335729143):
         n += 1 if n < 64 else max(1, n // 64)
 
 
-def table(path):
+def levels_of(trials):
+    """sigma within trials (pooled) and of trial means beyond it, from per-trial lists of ln values."""
+    within = [statistics.variance(t) for t in trials if len(t) >= 2]
+    s_rep2 = statistics.mean(within) if within else None
+    reps = statistics.mean(len(t) for t in trials)
+    s_means2 = statistics.variance([statistics.mean(t) for t in trials])
+    s_trial2 = max(0.0, s_means2 - (s_rep2 or 0) / reps)
+    return {"sigma_repetition": math.sqrt(s_rep2) if s_rep2 is not None else None,
+            "sigma_trial": math.sqrt(s_trial2)}
+
+
+def pairs_for_metric(path, f, metric):
+    """Pairs of trial medians of METRIC, read from the experiment's bundles (a/ and b/ beside PATH), and the
+    levels of that metric (side a and b pooled, each around its own trials)."""
+    base = os.path.dirname(path)
+    by_pair = {}
+    trials = []
+    for side in ("a", "b"):
+        for bundle_path in glob.glob(os.path.join(base, side, "*.json")):
+            b = json.load(open(bundle_path))
+            values = [r["metrics"][metric]["value"] for r in b["instances"][0]["repetitions"]
+                      if r["status"] == "ok" and metric in r["metrics"] and r["metrics"][metric]["value"] > 0]
+            if values:
+                by_pair.setdefault(b["experiment"]["pair"], {})[side] = statistics.median(values)
+                trials.append([math.log(v) for v in values])
+    seconds = {p["pair"]: p["seconds"] for p in f["pairs"]}
+    pairs = [{"a": v["a"], "b": v["b"], "seconds": seconds[k]} for k, v in sorted(by_pair.items()) if len(v) == 2]
+    return pairs, levels_of(trials)
+
+
+def table(path, metric=None):
     """The README's table for this machine: sigma by level, pairs and machine time per MDE. PATH is the
-    A/A pool fixture or an experiment.json of a fixed A/A experiment (`run --versus` of the same value)."""
+    A/A pool fixture or an experiment.json of a fixed A/A experiment (`run --versus` of the same value);
+    METRIC another of its metrics, read from the trial bundles."""
     f = json.load(open(path))
-    pairs = [p for p in f["pairs"] if isinstance(p.get("a"), (int, float)) and isinstance(p.get("b"), (int, float))
-             and p["a"] > 0 and p["b"] > 0]
+    if metric:
+        pairs, lv = pairs_for_metric(path, f, metric)
+    else:
+        pairs = [p for p in f["pairs"] if isinstance(p.get("a"), (int, float))
+                 and isinstance(p.get("b"), (int, float)) and p["a"] > 0 and p["b"] > 0]
+        lv = f["levels"]["a"] if "a" in f["levels"] else f["levels"]
     d = [math.log(p["b"] / p["a"]) for p in pairs]
     sd = statistics.stdev(d)
     pair_s = statistics.median(p["seconds"] for p in pairs)
-    lv = f["levels"]["a"] if "a" in f["levels"] else f["levels"]
     rows = []
     for target in (2, 3, 5, 10):
         n = pairs_needed(sd, target)
         rows.append({"mde_pct": target, "pairs": n, "minutes": n * pair_s / 60})
-    out = {"metric": f["metric"]["name"], "pairs": len(pairs), "sigma_repetition": lv.get("sigma_repetition"),
+    out = {"metric": metric or f["metric"]["name"], "source": path, "pairs": len(pairs), "sigma_repetition": lv.get("sigma_repetition"),
            "sigma_trial": lv.get("sigma_trial"), "repetition_seconds": lv.get("repetition_seconds"),
            "trial_overhead_seconds": lv.get("trial_overhead_seconds"),
            "best_repetitions_per_trial": lv.get("best_repetitions_per_trial"),
            "sigma_pair_ln_ratio": sd, "pair_seconds": pair_s, "rows": rows}
-    if f.get("covariate"):
+    if f.get("covariate") and not metric:
         out["covariate"] = f["covariate"]
     return out
 
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "--table":
-        print(json.dumps([table(path) for path in sys.argv[2:]], indent=2))
+        # PATH or PATH:METRIC
+        print(json.dumps([table(*arg.split(":", 1)) for arg in sys.argv[2:]], indent=2))
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/schedlab")

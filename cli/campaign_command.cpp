@@ -13,7 +13,6 @@
 #include "daemon/campaign_experiments.hpp"
 #include "daemon/store/store.hpp"
 #include "kernels/recipe.hpp"
-#include "workloads/registry.hpp"
 
 namespace schedlab {
 
@@ -36,17 +35,15 @@ std::string target_plan_lines(const Campaign& c, const std::vector<CampaignStep>
   std::set<std::string> seen;
   for (const auto& step : plan) {
     if (!seen.insert(step.instance_id).second) continue;
-    std::string metric;
-    for (const auto& m : make_workload(step.workload)->metrics())
-      if (m.headline && metric.empty()) metric = m.name;
+    const auto metric = campaign_metric(step.workload);
     const auto known =
-        campaign_history(campaign_runs_directory(c), campaign_comparison_key(c, step, metric), "");
+        campaign_history(campaign_runs_directory(c), campaign_comparison_key(c, step, metric.name), "");
     if (!known) {
       out += fmt::format("{}: no earlier run compared it: the pilot's {} pairs plan it\n", step.instance_id,
                          c.target->pilot);
       continue;
     }
-    const SequentialExperiment experiment(campaign_design(c), Direction::kLowerIsBetter, known);
+    const SequentialExperiment experiment(campaign_design(c), metric.direction, known);
     out += fmt::format("{}: {} (boots included)\n", step.instance_id, experiment.plan_line());
     const auto& lv = known->levels;
     if (lv.is_object() && lv.contains("best_repetitions_per_trial"))

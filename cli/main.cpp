@@ -44,6 +44,7 @@ struct RunArgs {
   std::vector<std::string> events;
   int repetitions = 9;  // unless given: 9, or 3 for the quick suite
   bool repetitions_given = false;
+  bool repetitions_auto = false;  // --repetitions auto: an experiment chooses from its levels
   int trials = 1;
   double timeout_s = 120;
   double settle_timeout_s = 10;
@@ -155,6 +156,14 @@ double parse_percent(std::string text, const std::string& option) {
   return v;
 }
 
+int parse_count(const std::string& text, const std::string& option) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+    throw InputError(option + " '" + text + "': expected a whole number or auto");
+  return v;
+}
+
 // Side b of an experiment: the run's parameters with the --versus ones in their place.
 RunArgs versus_side(const RunArgs& a) {
   RunArgs b = a;
@@ -178,16 +187,18 @@ int cmd_experiment(const RunArgs& args) {
     throw InputError(
         "--versus: --profile and --trace are not part of experiments yet; run them on each side");
   RunArgs a = args;
-  if (!a.repetitions_given) {
+  if (!a.repetitions_given || a.repetitions_auto) {
     // Trials, not repetitions, are what an experiment replicates: a few repetitions each.
     a.repetitions = 3;
     a.repetitions_given = true;
   }
   // Trials, not repetitions, replicate an experiment: few repetitions are not a smoke run here.
-  auto plan_a = make_plan(a), plan_b = make_plan(versus_side(a));
-  plan_a.smoke = plan_b.smoke = false;
-  PreparedRun side_a(std::move(plan_a), HostPaths::live());
-  PreparedRun side_b(std::move(plan_b), HostPaths::live());
+  auto prepare = [](const RunArgs& side) {
+    auto plan = make_plan(side);
+    plan.smoke = false;
+    return std::make_unique<PreparedRun>(std::move(plan), HostPaths::live());
+  };
+  auto side_a = prepare(a), side_b = prepare(versus_side(a));
   ExperimentOptions o;
   o.target_pct = args.target_mde_pct;
   o.margin_pct = args.margin_pct;
@@ -200,9 +211,19 @@ int cmd_experiment(const RunArgs& args) {
   o.metric = args.metric;
   o.versus = args.versus;
   o.out_dir = args.out;
-  check_experiment(side_a, side_b, o);
+  if (args.repetitions_auto) {
+    auto choice = choose_repetitions(*side_a, *side_b, o, a.repetitions);
+    o.repetitions_choice = std::move(choice.record);
+    o.repetitions_line = std::move(choice.line);
+    if (choice.repetitions != a.repetitions) {
+      a.repetitions = choice.repetitions;
+      side_a = prepare(a);
+      side_b = prepare(versus_side(a));
+    }
+  }
+  check_experiment(*side_a, *side_b, o);
   auto progress = make_progress(stderr);
-  auto outcome = run_experiment(side_a, side_b, o, *progress);
+  auto outcome = run_experiment(*side_a, *side_b, o, *progress);
   std::signal(SIGPIPE, SIG_IGN);
   std::cout << outcome.summary << "experiment: " << outcome.record.string() << "\n";
   if (outcome.interrupted)
@@ -222,6 +243,8 @@ int cmd_run(const RunArgs& args) {
        {std::pair{args.margin_pct.has_value(), "--margin"}, std::pair{args.max_trials != 0, "--max-trials"},
         std::pair{!args.budget.empty(), "--budget"}, std::pair{!args.metric.empty(), "--metric"}})
     if (given) throw InputError(std::string(name) + ": belongs to an experiment (--versus)");
+  if (args.repetitions_auto)
+    throw InputError("--repetitions auto: an experiment (--versus) chooses it from its levels; give a count");
   PreparedRun run(make_plan(args), HostPaths::live());
   auto progress = make_progress(stderr);
   auto outcome = execute(run, *progress);
@@ -339,9 +362,11 @@ int run_cli(int argc, char** argv) {
                   "Workloads to run (NAME[,NAME...]); default: the quick suite")
       ->delimiter(',');
   run->add_option("--param", run_args.params, "WORKLOAD.KEY=VALUE (repeatable; see `schedlab workloads`)");
+  std::string repetitions_text;
   auto* repetitions = run->add_option(
-      "--repetitions", run_args.repetitions,
-      "Timed repetitions per instance after one discarded warm-up (default 9; quick suite 3)");
+      "--repetitions", repetitions_text,
+      "Timed repetitions per instance after one discarded warm-up (default 9; quick suite 3; experiments 3, "
+      "or auto: chosen from this comparison's earlier levels)");
   auto* trials = run->add_option("--trials", run_args.trials,
                                  "Trials (one bundle each) on the running kernel; with --versus, pairs")
                      ->default_val(1);
@@ -436,6 +461,10 @@ int run_cli(int argc, char** argv) {
   run_args.repetitions_given = repetitions->count() > 0;
   run_args.trials_given = trials->count() > 0;
   try {
+    if (run_args.repetitions_given) {
+      run_args.repetitions_auto = repetitions_text == "auto";
+      if (!run_args.repetitions_auto) run_args.repetitions = parse_count(repetitions_text, "--repetitions");
+    }
     if (target_mde->count() > 0) run_args.target_mde_pct = parse_percent(target_mde_value, "--target-mde");
     if (margin->count() > 0) run_args.margin_pct = parse_percent(margin_value, "--margin");
   } catch (const InputError& e) {

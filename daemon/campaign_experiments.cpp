@@ -13,12 +13,6 @@
 namespace schedlab {
 namespace {
 
-MetricDesc headline_metric(const std::string& workload) {
-  for (const auto& m : make_workload(workload)->metrics())
-    if (m.headline) return m;
-  throw InputError("workload " + workload + " has no headline metric to compare on");
-}
-
 bool done(const StepRecord* r) {
   return r && (r->status == StepStatus::kFinished || r->status == StepStatus::kFailed);
 }
@@ -38,6 +32,12 @@ double step_seconds(const StepRecord& r) {
 
 std::string experiment_file_name(const std::string& instance_id) {
   return "experiment-" + file_safe_name(instance_id) + ".json";
+}
+
+MetricDesc campaign_metric(const std::string& workload) {
+  for (const auto& m : make_workload(workload)->metrics())
+    if (m.headline) return m;
+  throw InputError("workload " + workload + " has no headline metric to compare on");
 }
 
 SequentialDesign campaign_design(const Campaign& c) {
@@ -89,7 +89,7 @@ CampaignExperiments::CampaignExperiments(const Campaign& campaign, const std::ve
       Instance in;
       in.id = step.instance_id;
       in.workload = step.workload;
-      in.metric = headline_metric(step.workload);
+      in.metric = campaign_metric(step.workload);
       in.repetitions = step.repetitions;
       in.comparison_key = campaign_comparison_key(campaign, step, in.metric.name);
       in.known = campaign_history(run_dir_.parent_path(), in.comparison_key, run_dir_.filename().string());

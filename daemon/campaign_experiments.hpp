@@ -74,6 +74,10 @@ SequentialDesign campaign_design(const Campaign& c);
 // resolved parameters, the metric and the repetitions per trial.
 std::string campaign_comparison_key(const Campaign& c, const CampaignStep& step, const std::string& metric);
 
+// The metric a target campaign compares a workload on: its first headline metric. InputError when it
+// has none.
+MetricDesc campaign_metric(const std::string& workload);
+
 // The spread that plans `step`'s instance from earlier runs' records under `campaign_dir`, leaving out
 // `this_run` (a directory name); nullopt: the pilot plans it.
 std::optional<KnownSpread> campaign_history(const std::filesystem::path& campaign_dir, const std::string& key,

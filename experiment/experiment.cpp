@@ -50,12 +50,17 @@ MetricDesc chosen_metric(const PreparedInstance& in, const std::string& name) {
                    ")");
 }
 
-// The key under which this comparison's spread is remembered: what ran on each side and what is read.
-std::string comparison_key(const PreparedRun& a, const PreparedRun& b, const std::string& metric) {
+// What ran on each side and what is read, whatever the repetitions per trial.
+std::string comparison_stem(const PreparedRun& a, const PreparedRun& b, const std::string& metric) {
   const auto& ia = a.instances().front();
   const auto& ib = b.instances().front();
   return ia.workload->name() + "/" + canonical_hash(ia.params) + "/" + canonical_hash(ib.params) + "/" +
-         metric + "/r" + std::to_string(a.plan().repetitions);
+         metric;
+}
+
+// The key under which this comparison's spread is remembered: the stem and the repetitions per trial.
+std::string comparison_key(const PreparedRun& a, const PreparedRun& b, const std::string& metric) {
+  return comparison_stem(a, b, metric) + "/r" + std::to_string(a.plan().repetitions);
 }
 
 // Earlier experiments under OUT on this hardware with the same comparison: their spread pooled.
@@ -75,6 +80,52 @@ std::optional<KnownSpread> find_history(const std::filesystem::path& out, const 
 }
 
 }  // namespace
+
+RepetitionsChoice choose_repetitions(const PreparedRun& a, const PreparedRun& b, const ExperimentOptions& o,
+                                     int fallback) {
+  const MetricDesc metric = chosen_metric(only_instance(a, "a"), o.metric);
+  const std::string stem = comparison_stem(a, b, metric.name) + "/r";
+  const std::string fingerprint = collect_sysinfo(a.paths()).host.value("fingerprint", std::string());
+  std::string latest_started, latest_path;
+  nlohmann::json latest_levels;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(o.out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto record = it->path() / "experiment.json";
+    if (!std::filesystem::is_regular_file(record, ec)) continue;
+    const auto j = read_experiment_record(record);
+    if (!j.is_object() || j.value("schema", "") != kSchema ||
+        j.value("host_fingerprint", "") != fingerprint || j.value("comparison_key", "").rfind(stem, 0) != 0)
+      continue;
+    const auto levels = j.value("levels", nlohmann::json());
+    if (!levels.is_object() || !levels.contains("best_repetitions_per_trial")) continue;
+    const auto started = j.value("started_at", "");
+    if (started >= latest_started) {
+      latest_started = started;
+      latest_path = record.string();
+      latest_levels = levels;
+    }
+  }
+  if (latest_path.empty())
+    return {
+        fallback, nullptr,
+        fmt::format("--repetitions auto: {} repetitions per trial, this host having no earlier experiment "
+                    "of this comparison under {} whose levels could choose",
+                    fallback, o.out_dir.string())};
+  // Beyond this many a trial's start-up is not worth saving: one slow trial would hold a pair for long.
+  constexpr double kMostRepetitions = 50;
+  const int chosen = static_cast<int>(
+      std::clamp(latest_levels["best_repetitions_per_trial"].get<double>(), 1.0, kMostRepetitions));
+  return {
+      chosen,
+      {{"auto", true}, {"from", latest_path}, {"levels", latest_levels}},
+      fmt::format("--repetitions auto: {} repetitions per trial, the most precision per second by the levels "
+                  "of {} (sigma {:.2f}% between repetitions at {:.2f} s each, {:.2f}% between trials at "
+                  "{:.2f} s of start-up each)",
+                  chosen, latest_path, latest_levels["sigma_repetition"].get<double>() * 100,
+                  latest_levels["repetition_seconds"].get<double>(),
+                  latest_levels["sigma_trial"].get<double>() * 100,
+                  latest_levels["trial_overhead_seconds"].get<double>())};
+}
 
 double parse_duration(const std::string& text, const std::string& option) {
   static const std::regex form(
@@ -178,6 +229,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
        {{"a", {{"params", ia.params}, {"dir", "a"}}},
         {"b", {{"params", b.instances().front().params}, {"dir", "b"}, {"versus", o.versus}}}}},
       {"repetitions_per_trial", a.plan().repetitions},
+      {"repetitions_choice", o.repetitions_choice},
       {"seed", a.plan().seed},
       {"design", experiment.design_json()},
       {"plan", experiment.plan_json()},
@@ -201,6 +253,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       to_string(metric.direction),
       o.versus.empty() ? std::string("the same (A/A)") : fmt::format("{}", fmt::join(o.versus, " ")),
       a.plan().repetitions));
+  if (!o.repetitions_line.empty()) say(o.repetitions_line);
   if (!experiment.plan_line().empty()) say(experiment.plan_line());
 
   InterruptGuard interrupt(BrokenPipe::kInterrupts);

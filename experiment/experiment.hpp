@@ -23,15 +23,29 @@ struct ExperimentOptions {
   std::optional<double> margin_pct;  // --margin: equivalence margin (default: the target)
   double alpha = 0.05;
   double power = 0.8;
-  int max_pairs = 0;                // --max-trials (pairs = trials per side); 0: not given
-  std::optional<double> budget_s;   // --budget
-  int fixed_pairs = 1;              // --trials, without a target
-  int pilot_pairs = 6;              // --pilot: pairs before the first look and the plan
-  int look_every = 2;               // --look-every: pairs between looks
-  std::string metric;               // --metric: empty = the instance's first headline metric
-  std::vector<std::string> versus;  // the --versus texts, for the record
-  std::filesystem::path out_dir;    // the experiment writes OUT/<id>/{a,b}/ and OUT/<id>/experiment.json
+  int max_pairs = 0;                  // --max-trials (pairs = trials per side); 0: not given
+  std::optional<double> budget_s;     // --budget
+  int fixed_pairs = 1;                // --trials, without a target
+  int pilot_pairs = 6;                // --pilot: pairs before the first look and the plan
+  int look_every = 2;                 // --look-every: pairs between looks
+  std::string metric;                 // --metric: empty = the instance's first headline metric
+  std::vector<std::string> versus;    // the --versus texts, for the record
+  std::filesystem::path out_dir;      // the experiment writes OUT/<id>/{a,b}/ and OUT/<id>/experiment.json
+  nlohmann::json repetitions_choice;  // --repetitions auto: where the choice came from; null otherwise
+  std::string repetitions_line;       // and what to print about it
 };
+
+// --repetitions auto: the repetitions per trial that buy the most precision per second of machine time
+// (Kalibera and Jones: sqrt(trial start-up / repetition cost · repetition variance / trial variance)),
+// by the levels of the latest earlier experiment of this comparison under OUT on this host, whatever its
+// repetitions; `fallback` when there is none. `a` and `b` are the sides prepared with any repetitions.
+struct RepetitionsChoice {
+  int repetitions = 0;
+  nlohmann::json record;  // for experiment.json's repetitions_choice; null when no history chose
+  std::string line;
+};
+RepetitionsChoice choose_repetitions(const PreparedRun& a, const PreparedRun& b,
+                                     const ExperimentOptions& options, int fallback);
 
 // Checks everything that needs no run: a target <= 0, a margin above the target, a budget below one
 // pair (by this host's earlier experiments under OUT), a pilot or maximum too small, one instance and a

@@ -3,6 +3,7 @@
 // experiments answer right is measured by bench/sequential_experiments.py, never here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -59,6 +60,9 @@ TEST(Experiment, BadInputIsOneClearErrorExitTwoAndNothingWritten) {
   expect_refused("--versus yield.nosuch=1 --trials 2", "yield.nosuch: unknown parameter", out);
   expect_refused("--target-mde 3 --max-trials 20", "give the other side with --versus", out);
   expect_refused("--margin 2", "--margin: belongs to an experiment", out);
+  expect_refused("--repetitions auto", "--repetitions auto: an experiment (--versus) chooses it", out);
+  expect_refused("--versus yield.spin_ns=10 --trials 2 --repetitions 3x", "--repetitions '3x': expected",
+                 out);
   expect_refused("--versus yield.spin_ns=10 --target-mde 3 --max-trials 20 --metric nosuch",
                  "--metric nosuch: not a metric of yield", out);
 }
@@ -77,6 +81,53 @@ TEST(Experiment, ABudgetBelowOnePairIsRefusedOnceThisHostHasRunThePair) {
       schedlab(kYield + "--versus yield.yields=20000 --target-mde 50 --max-trials 8 --out " + out.string());
   ASSERT_EQ(second.code, 0) << second.out;
   EXPECT_NE(second.out.find("pairs of " + out.string()), std::string::npos) << second.out;
+}
+
+// --repetitions auto: without history the default 3; with an earlier experiment of the comparison (any
+// repetitions) the repetitions its levels say buy the most precision per second.
+TEST(Experiment, AutoRepetitionsComeFromTheLevelsOfTheLatestEarlierExperiment) {
+  TempDir dir;
+  const auto first_out = dir.path() / "first";
+  auto first = schedlab(kYield + "--versus yield.yields=20000 --trials 5 --repetitions auto --out " +
+                        first_out.string());
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("--repetitions auto: 3 repetitions per trial, this host having no earlier"),
+            std::string::npos)
+      << first.out;
+  const auto r1 = record_in(first_out);
+  EXPECT_EQ(r1["repetitions_per_trial"], 3);
+  EXPECT_TRUE(r1["repetitions_choice"].is_null());
+  // History with 2 repetitions on purpose, so that its key differs from auto's starting 3: the history is
+  // found across repetitions. Levels choose only where they saw variance between trials beyond the
+  // repetitions', which 6 short pairs can miss: up to 4 such runs, the latest that chose being the one.
+  nlohmann::json latest;
+  for (int attempt = 0; attempt < 4 && latest.is_null(); ++attempt) {
+    auto history = schedlab(kYield + "--versus yield.yields=20000 --trials 6 --repetitions 2 --out " +
+                            first_out.string());
+    ASSERT_EQ(history.code, 0) << history.out;
+    for (const auto& d : files_in(first_out)) {
+      const auto j = nlohmann::json::parse(testing::slurp(d / "experiment.json"));
+      if (j["repetitions_per_trial"] == 2 && j["levels"].is_object() &&
+          j["levels"].contains("best_repetitions_per_trial") &&
+          (latest.is_null() || j["started_at"] > latest["started_at"]))
+        latest = j;
+    }
+  }
+  ASSERT_TRUE(latest.is_object()) << "4 runs of 6 pairs saw no variance between trials";
+  auto third = schedlab(kYield + "--versus yield.yields=20000 --trials 2 --repetitions auto --out " +
+                        first_out.string());
+  ASSERT_EQ(third.code, 0) << third.out;
+  nlohmann::json chosen;
+  for (const auto& d : files_in(first_out)) {
+    const auto j = nlohmann::json::parse(testing::slurp(d / "experiment.json"));
+    if (j["pairs"].size() == 2) chosen = j;
+  }
+  ASSERT_TRUE(chosen.is_object());
+  const int best = static_cast<int>(latest["levels"]["best_repetitions_per_trial"].get<double>());
+  EXPECT_EQ(chosen["repetitions_per_trial"], std::clamp(best, 1, 50)) << third.out;
+  ASSERT_TRUE(chosen["repetitions_choice"].is_object()) << chosen.dump();
+  EXPECT_EQ(chosen["repetitions_choice"]["levels"], latest["levels"]);
+  EXPECT_NE(third.out.find("the most precision per second by the levels of"), std::string::npos) << third.out;
 }
 
 TEST(Experiment, ASequentialExperimentRecordsItsDesignLooksAndStopAndDiffPairsItsSides) {
