@@ -8,23 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aa_pool.hpp"
 #include "experiment/covariate.hpp"
 
 namespace schedlab {
 namespace {
 
-std::vector<double> pool_ln_ratios() {
-  std::ifstream in(std::string(SCHEDLAB_FIXTURES_DIR) + "/aa-pool-yield/pairs.json");
-  const auto j = nlohmann::json::parse(in);
-  std::vector<double> d;
-  for (const auto& p : j.at("pairs"))
-    if (p.at("a").is_number() && p.at("b").is_number())
-      d.push_back(std::log(p.at("b").get<double>() / p.at("a").get<double>()));
-  return d;
-}
-
 TEST(Covariate, AProbeCarryingHalfThePairsNoiseRemovesItOutOfSample) {
-  const auto pool = pool_ln_ratios();
+  const auto pool = testing::aa_pool_ln_ratios();
   std::vector<double> d(pool.begin(), pool.begin() + 200), own(pool.begin() + 200, pool.begin() + 400);
   // d = shared + own: a probe that sees the shared part (half the variance) and nothing of the rest.
   std::vector<double> sum, probe;
@@ -42,7 +33,7 @@ TEST(Covariate, AProbeCarryingHalfThePairsNoiseRemovesItOutOfSample) {
 }
 
 TEST(Covariate, AnUnrelatedProbeRemovesNothingAndTooFewPairsGiveNoRecord) {
-  const auto pool = pool_ln_ratios();
+  const auto pool = testing::aa_pool_ln_ratios();
   std::vector<double> d(pool.begin(), pool.begin() + 200), probe(pool.begin() + 250, pool.begin() + 450);
   const auto c = covariate_json(d, probe, 5, 0.05);
   ASSERT_TRUE(c.is_object());

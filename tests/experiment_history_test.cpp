@@ -10,21 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aa_pool.hpp"
 #include "core/stats.hpp"
 #include "experiment/sequential_experiment.hpp"
 
 namespace schedlab {
 namespace {
-
-std::vector<double> pool_ln_ratios() {
-  std::ifstream in(std::string(SCHEDLAB_FIXTURES_DIR) + "/aa-pool-yield/pairs.json");
-  const auto j = nlohmann::json::parse(in);
-  std::vector<double> d;
-  for (const auto& p : j.at("pairs"))
-    if (p.at("a").is_number() && p.at("b").is_number())
-      d.push_back(std::log(p.at("b").get<double>() / p.at("a").get<double>()));
-  return d;
-}
 
 // One sequential experiment on pairs drawn from the pool, as its record's design, pairs and stop.
 nlohmann::json resampled_record(const std::vector<double>& pool, const SequentialDesign& design,
@@ -55,7 +46,7 @@ double all_pairs_but_equivalent_stops(const nlohmann::json& record, bool& counte
 }
 
 TEST(ExperimentHistory, OnlyThePilotsOfSequentialRecordsGiveTheSpreadUnbiased) {
-  const auto pool = pool_ln_ratios();
+  const auto pool = testing::aa_pool_ln_ratios();
   ASSERT_GE(pool.size(), 490u);
   const double true_variance = std::pow(sample_sd(pool), 2);
   SequentialDesign design;
@@ -98,7 +89,7 @@ TEST(ExperimentHistory, OnlyThePilotsOfSequentialRecordsGiveTheSpreadUnbiased) {
 }
 
 TEST(ExperimentHistory, AFixedDesignsPairsAllCountAndShortOrBrokenRecordsNone) {
-  const auto pool = pool_ln_ratios();
+  const auto pool = testing::aa_pool_ln_ratios();
   nlohmann::json fixed = {{"started_at", "2"}, {"design", {{"kind", "fixed"}, {"pairs", 10}}}, {"pairs", {}}};
   std::vector<double> ten(pool.begin(), pool.begin() + 10);
   for (double d : ten) fixed["pairs"].push_back({{"ln_ratio", d}});

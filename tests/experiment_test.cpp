@@ -31,6 +31,14 @@ void expect_refused(const std::string& args, const std::string& message, const s
   EXPECT_EQ(files_in(out).size(), before) << "something was written for: " << args;
 }
 
+std::vector<nlohmann::json> records_in(const std::filesystem::path& out) {
+  std::vector<nlohmann::json> records;
+  for (const auto& dir : files_in(out))
+    if (std::filesystem::exists(dir / "experiment.json"))
+      records.push_back(nlohmann::json::parse(testing::slurp(dir / "experiment.json")));
+  return records;
+}
+
 nlohmann::json record_in(const std::filesystem::path& out) {
   for (const auto& dir : files_in(out))
     if (std::filesystem::exists(dir / "experiment.json"))
@@ -105,8 +113,7 @@ TEST(Experiment, AutoRepetitionsComeFromTheLevelsOfTheLatestEarlierExperiment) {
     auto history = schedlab(kYield + "--versus yield.yields=20000 --trials 6 --repetitions 2 --out " +
                             first_out.string());
     ASSERT_EQ(history.code, 0) << history.out;
-    for (const auto& d : files_in(first_out)) {
-      const auto j = nlohmann::json::parse(testing::slurp(d / "experiment.json"));
+    for (const auto& j : records_in(first_out)) {
       if (j["repetitions_per_trial"] == 2 && j["levels"].is_object() &&
           j["levels"].contains("best_repetitions_per_trial") &&
           (latest.is_null() || j["started_at"] > latest["started_at"]))
@@ -118,10 +125,8 @@ TEST(Experiment, AutoRepetitionsComeFromTheLevelsOfTheLatestEarlierExperiment) {
                         first_out.string());
   ASSERT_EQ(third.code, 0) << third.out;
   nlohmann::json chosen;
-  for (const auto& d : files_in(first_out)) {
-    const auto j = nlohmann::json::parse(testing::slurp(d / "experiment.json"));
+  for (const auto& j : records_in(first_out))
     if (j["pairs"].size() == 2) chosen = j;
-  }
   ASSERT_TRUE(chosen.is_object());
   const int best = static_cast<int>(latest["levels"]["best_repetitions_per_trial"].get<double>());
   EXPECT_EQ(chosen["repetitions_per_trial"], std::clamp(best, 1, 50)) << third.out;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aa_pool.hpp"
 #include "stats/sequential.hpp"
 
 namespace schedlab::stats {
@@ -78,12 +79,7 @@ TEST(Sequence, LookDecidesIncreaseDecreaseAndEquivalence) {
 // in pairs of seeded random order on this VM (tests/fixtures/aa-pool-yield/README.md). Experiments are
 // resampled from them, centred on 0 so that the null holds exactly.
 std::vector<double> pool_ln_ratios() {
-  std::ifstream in(std::string(SCHEDLAB_FIXTURES_DIR) + "/aa-pool-yield/pairs.json");
-  const auto j = nlohmann::json::parse(in);
-  std::vector<double> d;
-  for (const auto& p : j.at("pairs"))
-    if (p.at("a").is_number() && p.at("b").is_number())
-      d.push_back(std::log(p.at("b").get<double>() / p.at("a").get<double>()));
+  auto d = testing::aa_pool_ln_ratios();
   double mean = 0;
   for (double x : d) mean += x / static_cast<double>(d.size());
   for (double& x : d) x -= mean;
