@@ -44,7 +44,7 @@ nlohmann::json covariate_json(const std::vector<double>& d, const std::vector<do
   const auto shift = stats::paired_t(sp, 1 - 2 * alpha);
   nlohmann::json j = {
       {"probe",
-       "dependent integer multiply-add chain, ~10 ms, next to each trial; ln(b/a) of its ns per step"},
+       "dependent integer multiply-add chain, ~5 ms, next to each trial; ln(b/a) of its ns per step"},
       {"used", false},
       {"pairs", d.size()},
       {"correlation", r},

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <regex>
 
@@ -63,19 +64,28 @@ std::string comparison_key(const PreparedRun& a, const PreparedRun& b, const std
   return comparison_stem(a, b, metric) + "/r" + std::to_string(a.plan().repetitions);
 }
 
-// Earlier experiments under OUT on this hardware with the same comparison: their spread pooled.
-std::optional<KnownSpread> find_history(const std::filesystem::path& out, const std::string& key,
-                                        const std::string& fingerprint) {
+// The experiment records under OUT taken on this hardware whose comparison key `wanted` accepts, as
+// (path, record) pairs.
+std::vector<std::pair<std::string, nlohmann::json>> records_under(
+    const std::filesystem::path& out, const std::string& fingerprint,
+    const std::function<bool(const std::string&)>& wanted) {
   std::vector<std::pair<std::string, nlohmann::json>> found;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
     const auto record = it->path() / "experiment.json";
     if (!std::filesystem::is_regular_file(record, ec)) continue;
     auto j = read_experiment_record(record);
-    if (j.is_object() && j.value("schema", "") == kSchema && j.value("comparison_key", "") == key &&
-        j.value("host_fingerprint", "") == fingerprint)
+    if (j.is_object() && j.value("schema", "") == kSchema && j.value("host_fingerprint", "") == fingerprint &&
+        wanted(j.value("comparison_key", "")))
       found.emplace_back(record.string(), std::move(j));
   }
+  return found;
+}
+
+// Earlier experiments under OUT on this hardware with the same comparison: their spread pooled.
+std::optional<KnownSpread> find_history(const std::filesystem::path& out, const std::string& key,
+                                        const std::string& fingerprint) {
+  const auto found = records_under(out, fingerprint, [&](const std::string& k) { return k == key; });
   return pooled_spread(found, kHistoryPairs, kHistoryRecords, out.string());
 }
 
@@ -88,20 +98,14 @@ RepetitionsChoice choose_repetitions(const PreparedRun& a, const PreparedRun& b,
   const std::string fingerprint = collect_sysinfo(a.paths()).host.value("fingerprint", std::string());
   std::string latest_started, latest_path;
   nlohmann::json latest_levels;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(o.out_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const auto record = it->path() / "experiment.json";
-    if (!std::filesystem::is_regular_file(record, ec)) continue;
-    const auto j = read_experiment_record(record);
-    if (!j.is_object() || j.value("schema", "") != kSchema ||
-        j.value("host_fingerprint", "") != fingerprint || j.value("comparison_key", "").rfind(stem, 0) != 0)
-      continue;
+  for (const auto& [path, j] :
+       records_under(o.out_dir, fingerprint, [&](const std::string& k) { return k.rfind(stem, 0) == 0; })) {
     const auto levels = j.value("levels", nlohmann::json());
     if (!levels.is_object() || !levels.contains("best_repetitions_per_trial")) continue;
     const auto started = j.value("started_at", "");
     if (started >= latest_started) {
       latest_started = started;
-      latest_path = record.string();
+      latest_path = path;
       latest_levels = levels;
     }
   }
