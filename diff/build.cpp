@@ -9,6 +9,7 @@
 #include "core/stats.hpp"
 #include "diff/diff.hpp"
 #include "diff/environment.hpp"
+#include "diff/experiment_record.hpp"
 #include "diff/pairing.hpp"
 #include "diff/samples.hpp"
 #include "stats/multiple.hpp"
@@ -493,6 +494,7 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
     r.sides.push_back(std::move(info));
   }
   r.environment = environment_differences(sides);
+  r.experiment = experiment_behind(sides, r.warnings);
   check_hardware(sides, options.force, r.warnings);
   check_method(r.environment, options.force, r.warnings);
   check_setup(sides, r.environment, r.warnings);

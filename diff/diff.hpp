@@ -130,7 +130,8 @@ struct DiffResult {
   std::vector<std::string> warnings;
   std::vector<EnvironmentDifference> environment;
   std::vector<InstanceDiff> instances;
-  bool regression = false;  // a headline verdict `worse`, or a significant rise in failures, anywhere
+  nlohmann::json experiment;  // the run --versus experiment both sides come from (experiment_record.hpp)
+  bool regression = false;    // a headline verdict `worse`, or a significant rise in failures, anywhere
 };
 
 // Throws InputError for inputs that cannot be compared (nothing in common; different hardware or

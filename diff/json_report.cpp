@@ -138,6 +138,7 @@ nlohmann::json diff_to_json(const DiffResult& diff) {
           {"warnings", diff.warnings},
           {"environment_differences", environment},
           {"instances", instances},
+          {"experiment", diff.experiment},
           {"regression", diff.regression}};
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "diff/diff.hpp"
+#include "diff/experiment_record.hpp"
 
 namespace schedlab {
 namespace {
@@ -196,6 +197,7 @@ std::string format_diff_text(const DiffResult& diff, bool colour) {
       "need the interval beyond ±{:g}%, equivalent needs the 1-2alpha interval inside it; changes are "
       "Hodges-Lehmann shifts of log values as % (of the values in their unit where one is <= 0)\n\n",
       diff.options.alpha, families, diff.options.min_effect_pct);
+  out += format_experiment_text(diff.experiment);
   if (!diff.environment.empty()) {
     out += "differences between the sides:\n";
     for (const auto& d : diff.environment) {

@@ -175,6 +175,25 @@ TEST(Experiment, ASequentialExperimentRecordsItsDesignLooksAndStopAndDiffPairsIt
   const auto j = nlohmann::json::parse(d.out.substr(d.out.find('{')));
   ASSERT_EQ(j["instances"].size(), 1u) << d.out;
   EXPECT_TRUE(j["sides"][1]["interleaved_with_base"].get<bool>()) << d.out;
+  // The diff carries the experiment behind its sides: design, every look, the stop, and a warning that
+  // its own fixed-n tests do not allow for the stopping.
+  ASSERT_TRUE(j["experiment"].is_object()) << d.out;
+  EXPECT_EQ(j["experiment"]["id"], r["id"]);
+  EXPECT_EQ(j["experiment"]["design"], r["design"]);
+  EXPECT_EQ(j["experiment"]["looks"], r["looks"]);
+  EXPECT_EQ(j["experiment"]["stop"], r["stop"]);
+  bool warned = false;
+  for (const auto& w : j["warnings"])
+    warned = warned || w.get<std::string>().find("do not allow for that stopping") != std::string::npos;
+  EXPECT_TRUE(warned) << j["warnings"].dump();
+  auto text = schedlab("diff " + (exp_dir / "a").string() + " " + (exp_dir / "b").string());
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("experiment " + r["id"].get<std::string>() + " (sequential: target 20%"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  look n=6 "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("stopped after " + std::to_string(pairs) + " pairs"), std::string::npos)
+      << text.out;
   bool found = false;
   for (const auto& m : j["instances"][0]["metrics"])
     if (m["name"] == "ns_per_yield") {
