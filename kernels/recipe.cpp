@@ -112,8 +112,8 @@ class Reader {
 const std::map<std::string, std::set<std::string>> kKnownKeys = {
     {"kernel", {"label", "description"}},
     {"source",
-     {"type", "package", "version", "release", "track", "base_config", "config_fragment", "patches",
-      "modules"}},
+     {"type", "package", "version", "release", "track", "base_config", "base_config_file", "config_fragment",
+      "patches", "modules"}},
     {"boot", {"cmdline", "modules"}},
     {"config", {"require"}},
     {"scheduler", {"features", "tunables"}},
@@ -182,7 +182,22 @@ void apply(const Reader& r, Recipe& out) {
       out.kind = SourceKind::kSource;
       keep_or("package", out.source.package);
       keep_or("version", out.source.version);
-      keep_or("base_config", out.source.base_config);
+      if (auto v = r.string("source", "base_config")) {
+        out.source.base_config = *v;
+        out.source.base_config_file.clear();
+      }
+      if (auto f = r.string("source", "base_config_file")) {
+        out.source.base_config_file = dir / *f;
+        out.source.base_config.clear();
+        if (r.string("source", "base_config"))
+          r.fail(*r.table("source")->get("base_config_file"), "[source] base_config_file",
+                 "name either base_config (a recipe) or base_config_file, not both");
+        if (!fs::exists(out.source.base_config_file))
+          r.fail(*r.table("source")->get("base_config_file"), "[source] base_config_file",
+                 out.source.base_config_file.string() + ": no such file");
+      }
+      if (out.source.base_config.empty() && out.source.base_config_file.empty())
+        (void)r.required_string("source", "base_config");  // the error naming the key
       if (auto f = r.string("source", "config_fragment")) {
         out.source.config_fragment = f->empty() ? fs::path() : dir / *f;  // "" drops an inherited one
         if (!f->empty() && !fs::exists(out.source.config_fragment))

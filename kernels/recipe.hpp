@@ -22,9 +22,12 @@ struct PackageSource {
 };
 
 struct SourceBuild {
-  std::string package;                         // linux-source-6.12
-  std::string version;                         // pinned like a package source
-  std::string base_config;                     // recipe whose packaged config starts the build
+  std::string package;      // linux-source-6.12
+  std::string version;      // pinned like a package source
+  std::string base_config;  // recipe whose packaged config starts the build
+  // Or a config file of its own (absolute; exactly one of the two): a small config such as
+  // x86_64_defconfig plus what a feature needs builds in a fraction of a distro config's time.
+  std::filesystem::path base_config_file;
   std::filesystem::path config_fragment;       // CONFIG_X=y lines applied on top (absolute)
   std::vector<std::filesystem::path> patches;  // applied in order with `patch -p1` (absolute)
   // false: `make mod2noconfig` after olddefconfig, so only the kernel proper is compiled (what the

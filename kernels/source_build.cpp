@@ -61,10 +61,19 @@ void require_source_recipe(const Recipe& r) {
 }
 
 // The packaged config the build starts from (the base recipe's kernel, fetched if needed).
+// A base_config_file stands in for a kernel whose only part used is its config.
 KernelArtifacts base_kernel(const Recipe& r, const fs::path& recipes_dir, const fs::path& cache,
                             std::ostream& log) {
+  if (!r.source.base_config_file.empty()) return {{}, {}, {}, {}, {}, {}, r.source.base_config_file, {}};
   const Recipe base = load_recipe(recipes_dir, r.source.base_config);
   return fetch_kernel(base, cache, log);
+}
+
+std::optional<KernelArtifacts> cached_base_kernel(const Recipe& r, const fs::path& recipes_dir,
+                                                  const fs::path& cache) {
+  if (!r.source.base_config_file.empty())
+    return KernelArtifacts{{}, {}, {}, {}, {}, {}, r.source.base_config_file, {}};
+  return cached_kernel(load_recipe(recipes_dir, r.source.base_config), cache);
 }
 
 std::string recipe_hash(const Recipe& r, const std::string& base_config) {
@@ -211,8 +220,7 @@ std::optional<fs::path> pristine_twin(const Recipe& r, const KernelArtifacts& ba
 std::optional<KernelArtifacts> cached_build(const Recipe& r, const fs::path& recipes_dir,
                                             const fs::path& cache) {
   require_source_recipe(r);
-  const Recipe base = load_recipe(recipes_dir, r.source.base_config);
-  auto base_k = cached_kernel(base, cache);
+  auto base_k = cached_base_kernel(r, recipes_dir, cache);
   if (!base_k) return std::nullopt;
   const fs::path dir = cache / "builds" / (r.name + "-" + recipe_hash(r, text_of(base_k->config)));
   auto ready = read_text(dir / kReadyFile);
