@@ -26,10 +26,14 @@
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/summary.hpp"
 #include "diff/sides.hpp"
 #include "experiment/experiment.hpp"
+#include "experiment/rounds.hpp"
 #include "export/gbench.hpp"
+#include "runtime/applied_configuration.hpp"
+#include "runtime/restore_journal.hpp"
 #include "workloads/registry.hpp"
 
 namespace schedlab {
@@ -74,6 +78,12 @@ struct RunArgs {
   std::string metric;
   double alpha = 0.05;
   bool trials_given = false;
+  // Runtime configurations (runtime/): the sides, alternated trial by trial inside this boot.
+  std::vector<std::string> configurations;
+  std::string configurations_file;
+  std::string schedulers_dir;
+  TrialEnvironmentFactory environment;  // this side's configuration, applied around every trial
+  std::string configuration_key;        // and its content hash, for the experiment's comparison key
 };
 
 // Root keeps inputs (generated trees, extracted sources) with the system; others in their home.
@@ -143,6 +153,8 @@ RunPlan make_plan(const RunArgs& a) {
   plan.diagnostics.profile_options.frequency_hz = a.profile_frequency_hz;
   plan.diagnostics.profile_options.scope = parse_profile_scope(a.profile_scope);
   plan.diagnostics.trace = a.trace;
+  plan.environment = a.environment;
+  plan.configuration_key = a.configuration_key;
   return plan;
 }
 
@@ -179,7 +191,9 @@ RunArgs versus_side(const RunArgs& a) {
   return b;
 }
 
-int cmd_experiment(const RunArgs& args) {
+// `b_args`: side b when it is not a's parameters with --versus in place (two runtime configurations).
+int cmd_experiment(const RunArgs& args, const std::optional<RunArgs>& b_args = std::nullopt,
+                   const nlohmann::json& configurations = nullptr) {
   if (args.target_mde_pct && args.trials_given)
     throw InputError("--trials and --target-mde: give one (a target plans the number of trials)");
   if (args.workloads.empty()) throw InputError("--versus: name the workload (--workload NAME)");
@@ -198,8 +212,18 @@ int cmd_experiment(const RunArgs& args) {
     plan.smoke = false;
     return std::make_unique<PreparedRun>(std::move(plan), HostPaths::live());
   };
-  auto side_a = prepare(a), side_b = prepare(versus_side(a));
+  auto make_b = [&](const RunArgs& side_a_args) {
+    if (!b_args) return versus_side(side_a_args);
+    RunArgs b = *b_args;
+    b.repetitions = side_a_args.repetitions;
+    b.repetitions_given = side_a_args.repetitions_given;
+    b.seed = side_a_args.seed;
+    b.seed_given = side_a_args.seed_given;
+    return b;
+  };
+  auto side_a = prepare(a), side_b = prepare(make_b(a));
   ExperimentOptions o;
+  o.configurations = configurations;
   o.target_pct = args.target_mde_pct;
   o.margin_pct = args.margin_pct;
   o.alpha = args.alpha;
@@ -218,7 +242,7 @@ int cmd_experiment(const RunArgs& args) {
     if (choice.repetitions != a.repetitions) {
       a.repetitions = choice.repetitions;
       side_a = prepare(a);
-      side_b = prepare(versus_side(a));
+      side_b = prepare(make_b(a));
     }
   }
   check_experiment(*side_a, *side_b, o);
@@ -233,7 +257,93 @@ int cmd_experiment(const RunArgs& args) {
   return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
 }
 
+int cmd_plain_run(const RunArgs& args);
+
+// --configuration A --configuration B ...: the sides are runtime configurations of this boot. Each is
+// applied and restored once before anything runs (a refusal is an error naming it), then two of them
+// with one workload are an experiment (pairs, sequential with a target), any other number rounds.
+int cmd_configurations(const RunArgs& args) {
+  if (!args.versus.empty())
+    throw InputError("--versus and --configuration: give one kind of side (parameters or configurations)");
+  std::vector<runtime::RuntimeConfiguration> defined;
+  if (!args.configurations_file.empty()) defined = runtime::load_configurations(args.configurations_file);
+  std::vector<runtime::RuntimeConfiguration> chosen;
+  for (const auto& spec : args.configurations) {
+    auto c = runtime::resolve_configuration(spec, defined);
+    for (const auto& earlier : chosen)
+      if (earlier.name == c.name)
+        throw InputError("--configuration " + spec + ": the name " + c.name + " is given twice");
+    chosen.push_back(std::move(c));
+  }
+  runtime::RuntimeContext ctx;
+  ctx.journal_dir =
+      std::filesystem::path(args.cache_dir.empty() ? default_cache_dir() : args.cache_dir) / "runtime";
+  ctx.schedulers_dir = args.schedulers_dir.empty() ? runtime::default_schedulers_dir()
+                                                   : std::filesystem::path(args.schedulers_dir);
+  ctx.isolation = parse_isolation_mode(args.isolation);
+  auto side_args = [&](const runtime::RuntimeConfiguration& c) {
+    RunArgs side = args;
+    side.configurations.clear();
+    side.environment = runtime::environment_factory(c, ctx);
+    side.configuration_key = canonical_hash(c.to_json());
+    // A booted recipe passes its label (6.12-scx): the side is that kernel under this configuration.
+    side.label = side.label.empty() ? c.name : side.label + "+" + c.name;
+    return side;
+  };
+  (void)make_plan(side_args(chosen.front()));  // the workloads and parameters, before any setting changes
+  auto rehearsal = runtime::rehearse_configurations(chosen, ctx);
+  for (const auto& r : rehearsal)
+    std::cerr << fmt::format("configuration {}: applied in {:.0f} ms and restored in {:.0f} ms (rehearsal)\n",
+                             r.value("configuration", "?"), r.value("apply_ms", 0.0),
+                             r.value("restore_ms", 0.0));
+  const bool one_instance = args.workloads.size() == 1;
+  if (chosen.size() == 1) {
+    if (args.target_mde_pct)
+      throw InputError("--target-mde: compare two configurations (give --configuration twice)");
+    return cmd_plain_run(side_args(chosen.front()));
+  }
+  if (chosen.size() == 2 && one_instance)
+    return cmd_experiment(side_args(chosen[0]), side_args(chosen[1]),
+                          {{"a", chosen[0].to_json()}, {"b", chosen[1].to_json()}});
+  if (args.target_mde_pct)
+    throw InputError("--target-mde: a sequential experiment compares two configurations on one --workload");
+  RunArgs common = args;
+  if (!common.repetitions_given) {
+    common.repetitions = args.workloads.empty() ? 3 : 9;
+    common.repetitions_given = true;
+  }
+  std::vector<std::unique_ptr<PreparedRun>> runs;
+  std::vector<RoundSide> sides;
+  const std::uint64_t seed = args.seed_given ? args.seed : std::random_device{}();
+  for (const auto& c : chosen) {
+    RunArgs side = side_args(c);
+    side.repetitions = common.repetitions;
+    side.repetitions_given = true;
+    side.seed = seed;
+    side.seed_given = true;
+    runs.push_back(std::make_unique<PreparedRun>(make_plan(side), HostPaths::live()));
+    sides.push_back({c.name, runs.back().get(), c.to_json()});
+  }
+  auto progress = make_progress(stderr);
+  auto outcome = run_rounds(sides, args.trials, args.out, seed, *progress);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::cout << outcome.summary << "rounds: " << outcome.record.string() << "\n";
+  if (outcome.interrupted)
+    std::cerr << "schedlab: interrupted; what was measured is in " << outcome.dir << "\n";
+  if (outcome.failed_repetitions > 0)
+    std::cerr << "schedlab: " << outcome.failed_repetitions << " repetition(s) did not succeed\n";
+  return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
+}
+
 int cmd_run(const RunArgs& args) {
+  // Whatever a killed schedlab left changed goes back before this run measures anything.
+  for (const auto& line : runtime::restore_leftovers(
+           std::filesystem::path(args.cache_dir.empty() ? default_cache_dir() : args.cache_dir) / "runtime",
+           boot_id()))
+    std::cerr << "schedlab: " << line << "\n";
+  if (!args.configurations.empty()) return cmd_configurations(args);
+  if (!args.configurations_file.empty())
+    throw InputError("--configurations: name the sides with --configuration NAME");
   if (!args.versus.empty() || args.target_mde_pct) {
     if (args.versus.empty())
       throw InputError("--target-mde: give the other side with --versus WORKLOAD.KEY=VALUE");
@@ -245,6 +355,10 @@ int cmd_run(const RunArgs& args) {
     if (given) throw InputError(std::string(name) + ": belongs to an experiment (--versus)");
   if (args.repetitions_auto)
     throw InputError("--repetitions auto: an experiment (--versus) chooses it from its levels; give a count");
+  return cmd_plain_run(args);
+}
+
+int cmd_plain_run(const RunArgs& args) {
   PreparedRun run(make_plan(args), HostPaths::live());
   auto progress = make_progress(stderr);
   auto outcome = execute(run, *progress);
@@ -415,6 +529,18 @@ int run_cli(int argc, char** argv) {
       ->default_val(1);
   run->add_flag("--trace", run_args.trace,
                 "Trace sched_switch/wakeup/migrate in one more diagnostic repetition; per-task summary");
+  run->add_option(
+      "--configuration", run_args.configurations,
+      "A runtime configuration as a side (repeatable): a name from --configurations, eevdf, "
+      "scx:NAME, or inline name=N,scheduler=...,cpu.max=50000/100000; two with one --workload are "
+      "an experiment, more are rounds (runtime/README.md)");
+  run->add_option(
+      "--configurations", run_args.configurations_file,
+      "TOML file of [configuration.NAME] tables (scheduler, features, tunables, sysctls, cpu_weight, "
+      "cpu_max)");
+  run->add_option(
+      "--schedulers-dir", run_args.schedulers_dir,
+      "Where schedlab-scx and the NAME.bpf.o sched_ext schedulers are (default: BUILD/schedulers)");
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
   run->add_option("--counter-scope", run_args.counter_scope,
                   "auto: count per CPU on the repetition's cgroup when it has one; task: per task (inherit)")

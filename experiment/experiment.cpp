@@ -55,8 +55,11 @@ MetricDesc chosen_metric(const PreparedInstance& in, const std::string& name) {
 std::string comparison_stem(const PreparedRun& a, const PreparedRun& b, const std::string& metric) {
   const auto& ia = a.instances().front();
   const auto& ib = b.instances().front();
-  return ia.workload->name() + "/" + canonical_hash(ia.params) + "/" + canonical_hash(ib.params) + "/" +
-         metric;
+  std::string stem = ia.workload->name() + "/" + canonical_hash(ia.params) + "/" + canonical_hash(ib.params);
+  // Runtime configurations are part of what is compared: their spread is not a parameter change's.
+  if (!a.plan().configuration_key.empty() || !b.plan().configuration_key.empty())
+    stem += "/cfg:" + a.plan().configuration_key + ":" + b.plan().configuration_key;
+  return stem + "/" + metric;
 }
 
 // The key under which this comparison's spread is remembered: the stem and the repetitions per trial.
@@ -232,6 +235,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       {"sides",
        {{"a", {{"params", ia.params}, {"dir", "a"}}},
         {"b", {{"params", b.instances().front().params}, {"dir", "b"}, {"versus", o.versus}}}}},
+      {"configurations", o.configurations},
       {"repetitions_per_trial", a.plan().repetitions},
       {"repetitions_choice", o.repetitions_choice},
       {"seed", a.plan().seed},
@@ -252,11 +256,15 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
     lines.push_back(text);
     progress.message(text);
   };
-  say(fmt::format(
-      "experiment {}: {} {} ({}), a: as given, b: {}; {} repetitions per trial", id, ia.id, metric.name,
-      to_string(metric.direction),
-      o.versus.empty() ? std::string("the same (A/A)") : fmt::format("{}", fmt::join(o.versus, " ")),
-      a.plan().repetitions));
+  const bool configured = o.configurations.is_object();
+  say(fmt::format("experiment {}: {} {} ({}), a: {}, b: {}; {} repetitions per trial", id, ia.id, metric.name,
+                  to_string(metric.direction),
+                  configured ? "configuration " + o.configurations["a"].value("name", std::string("?"))
+                             : std::string("as given"),
+                  configured ? "configuration " + o.configurations["b"].value("name", std::string("?"))
+                  : o.versus.empty() ? std::string("the same (A/A)")
+                                     : fmt::format("{}", fmt::join(o.versus, " ")),
+                  a.plan().repetitions));
   if (!o.repetitions_line.empty()) say(o.repetitions_line);
   if (!experiment.plan_line().empty()) say(experiment.plan_line());
 
@@ -282,6 +290,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
     nlohmann::json tag = {{"id", id}, {"pair", pair}, {"order", b_first ? "ba" : "ab"}};
     std::optional<double> value[2];
     CpuProbe probe[2];
+    double switch_ms[2] = {0, 0};  // a runtime configuration's apply + restore around the trial
     double pair_start = monotonic_seconds();
     bool interrupted = false;
     for (int position = 0; position < 2 && !interrupted; ++position) {
@@ -303,6 +312,8 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       out.failed_repetitions += trial.failed_repetitions;
       interrupted = trial.interrupted;
       value[side] = trial_value(trial.bundle, metric.name);
+      if (const auto& sw = trial.bundle.environment.value("runtime_switch", nlohmann::json()); sw.is_object())
+        switch_ms[side] = sw.value("apply_ms", 0.0) + sw.value("restore_ms", 0.0);
       levels.add(name, trial.bundle, metric.name, monotonic_seconds() - trial_start);
       settle.max_wait_s = 0;
     }
@@ -320,6 +331,7 @@ ExperimentOutcome run_experiment(PreparedRun& a, PreparedRun& b, const Experimen
       break;
     }
     row["probe_ns_per_step"] = {probe[0].ns_per_step, probe[1].ns_per_step};
+    if (configured) row["switch_ms"] = {switch_ms[0], switch_ms[1]};
     if (value[0] && value[1]) {
       pair_d.push_back(std::log(*value[1] / *value[0]));
       row["ln_ratio"] = pair_d.back();

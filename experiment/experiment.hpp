@@ -33,6 +33,8 @@ struct ExperimentOptions {
   std::filesystem::path out_dir;      // the experiment writes OUT/<id>/{a,b}/ and OUT/<id>/experiment.json
   nlohmann::json repetitions_choice;  // --repetitions auto: where the choice came from; null otherwise
   std::string repetitions_line;       // and what to print about it
+  // Two runtime configurations as the sides ({"a": {...}, "b": {...}} as given); null: --versus params.
+  nlohmann::json configurations;
 };
 
 // --repetitions auto: the repetitions per trial that buy the most precision per second of machine time

@@ -36,9 +36,10 @@ class Collector {
   Collector(fs::path from, fs::path to, std::ostream& console)
       : from_(std::move(from)), to_(std::move(to)), console_(console) {}
 
-  // Copies `name` unless the same version (size and modification time) was copied already.
+  // Copies `name` (relative to `from`: an experiment writes OUT/<id>/a/...) unless the same version (size
+  // and modification time) was copied already.
   void copy(const std::string& name) {
-    if (name.empty() || name.front() == '.') return;
+    if (name.empty() || name.front() == '.' || name.find("/.") != std::string::npos) return;
     struct stat st {};
     const fs::path source = from_ / name;
     if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
@@ -47,6 +48,7 @@ class Collector {
     try {
       auto content = read_text(source);
       if (!content) throw Error("cannot read " + source.string());
+      if (name.find('/') != std::string::npos) fs::create_directories((to_ / name).parent_path());
       write_file_atomic(to_ / name, *content, /*replace=*/true);  // a plain rename: 9p accepts it
       copied_[name] = version;
       failed_.erase(name);
@@ -57,9 +59,11 @@ class Collector {
     }
   }
 
+  // Subdirectories too: inotify watches one directory, so those are found by this walk (each second).
   void copy_all() {
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(from_, ec)) copy(entry.path().filename().string());
+    for (fs::recursive_directory_iterator it(from_, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec)) copy(fs::relative(it->path(), from_, ec).string());
   }
 
   int failures() const { return static_cast<int>(failed_.size()); }
@@ -92,9 +96,14 @@ int collect_guest_files(const fs::path& from, const fs::path& to, std::ostream& 
   alignas(inotify_event) char events[16384];
   for (;;) {
     pollfd fds[2] = {{watch.fd, POLLIN, 0}, {signals.fd, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    const int ready = ::poll(fds, 2, 1000);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       throw SystemError("poll", errno);
+    }
+    if (ready == 0) {
+      collector.copy_all();  // what went into subdirectories, which the watch does not see
+      continue;
     }
     if (fds[1].revents & POLLIN) break;
     if (!(fds[0].revents & POLLIN)) continue;

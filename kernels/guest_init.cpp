@@ -88,7 +88,7 @@ wait $collector || echo "SCHEDLAB-WARN the bundle collector exited with status $
 n=0
 for f in /host/run/schedlab-out/*; do
   [ -e "$f" ] || continue
-  [ -e "/out/${f##*/}" ] || cp "$f" /out/ || fatal "copy $f to the output share"
+  [ -e "/out/${f##*/}" ] || cp -r "$f" /out/ || fatal "copy $f to the output share"
   n=$((n+1))
 done
 sync

@@ -172,7 +172,16 @@ std::filesystem::path own_cgroup_dir(const HostPaths& paths, std::string& why) {
 }
 
 std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string& leaf_name,
-                                          const HostPaths& paths) {
+                                          const HostPaths& paths, const std::filesystem::path& given_parent) {
+  if (!given_parent.empty()) {
+    if (mode == IsolationMode::kProcessGroup)
+      throw Error("the runtime configuration's cgroup " + given_parent.string() +
+                  " needs cgroup isolation, and process-group isolation was asked for");
+    auto dir = given_parent / leaf_name;
+    if (::mkdir(dir.c_str(), 0755) != 0)
+      throw SystemError("create the repetition's cgroup " + dir.string(), errno);
+    return std::make_unique<CgroupLeaf>(dir);
+  }
   if (mode == IsolationMode::kProcessGroup)
     return std::make_unique<ProcessGroup>("process-group isolation was asked for");
   std::string why;

@@ -30,9 +30,12 @@ class Isolation {
   virtual std::filesystem::path cgroup_dir() const { return {}; }  // empty unless a cgroup leaf
 };
 
-// kAuto: a cgroup leaf when possible, else a process group with the reason recorded.
+// kAuto: a cgroup leaf when possible, else a process group with the reason recorded. The leaf is made
+// below `parent` when given (a runtime configuration's cgroup with cpu.max), below our own cgroup otherwise;
+// a given parent that cannot hold it is an error, never a silent fallback.
 std::unique_ptr<Isolation> make_isolation(IsolationMode mode, const std::string& leaf_name,
-                                          const HostPaths& paths = HostPaths::live());
+                                          const HostPaths& paths = HostPaths::live(),
+                                          const std::filesystem::path& parent = {});
 
 // The cgroup v2 directory this process belongs to (wherever cgroup2 is mounted: /sys/fs/cgroup, or
 // /sys/fs/cgroup/unified on a hybrid hierarchy), or "" with `why` set.

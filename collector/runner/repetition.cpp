@@ -196,7 +196,7 @@ Repetition run_repetition(RepetitionRequest& req) {
   // Orphans of the workload (a daemonised grandchild) are re-parented to us, not to init,
   // so they can be found and reaped.
   SubreaperScope subreaper;
-  auto isolation = make_isolation(req.isolation, req.leaf_name);
+  auto isolation = make_isolation(req.isolation, req.leaf_name, HostPaths::live(), req.cgroup2_parent);
   Pipe go, result;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -209,6 +209,12 @@ Repetition run_repetition(RepetitionRequest& req) {
   std::string setup_error;
   try {
     isolation->adopt(pid);
+    // Before "go": the workload's first instruction already runs under the configuration's limits.
+    for (const auto& group : req.extra_cgroups_v1) {
+      std::string error;
+      if (!write_kernel_file(group / "cgroup.procs", std::to_string(pid), error))
+        throw Error("join the runtime configuration's cgroup: " + error);
+    }
     AttachTarget target{pid, isolation->cgroup_dir(), {}};
     for (const auto& cpu : req.context->topology.cpus) target.cpus.push_back(cpu.cpu);
     for (auto& s : req.sources) s->attach(target);

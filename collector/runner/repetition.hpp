@@ -22,6 +22,8 @@ struct RepetitionRequest {
   double timeout_s = 120;
   IsolationMode isolation = IsolationMode::kAuto;
   std::string leaf_name = "schedlab";
+  std::filesystem::path cgroup2_parent;                 // where the v2 leaf is made; empty: our own cgroup
+  std::vector<std::filesystem::path> extra_cgroups_v1;  // v1 groups the child also joins
   const volatile std::sig_atomic_t* interrupted = nullptr;  // set by a signal handler: stop now
 };
 

@@ -239,7 +239,26 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
   bundle.seed = plan.seed;
   bundle.events = plan.events;
   bundle.started_at = utc_timestamp();
+  // Applied before sysinfo reads the machine, so that the bundle's scheduler, features and tunables are
+  // read back as the trial ran under them. A configuration that cannot be applied fails every repetition
+  // of this trial with the reason; the run goes on.
+  std::unique_ptr<TrialEnvironment> env;
+  std::string env_lost;
+  if (plan.environment) {
+    try {
+      env = plan.environment();
+    } catch (const std::exception& e) {
+      env_lost = std::string("the runtime configuration could not be applied: ") + e.what();
+    }
+  }
   auto sys = collect_sysinfo(run_.paths());
+  if (env) {
+    sys.configuration.erase("hash");
+    sys.configuration["runtime"] = env->settings();
+    sys.configuration["hash"] = canonical_hash(sys.configuration);
+  } else if (!env_lost.empty()) {
+    sys.configuration["runtime"] = {{"error", env_lost}};
+  }
   bundle.boot_id = sys.boot_id;
   bundle.host = sys.host;
   bundle.kernel = sys.kernel;
@@ -303,13 +322,32 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
       // The run id keeps an experiment's two sides, which share trial indices, in leaves of their own.
       req.leaf_name = fmt::format("schedlab-{}-{}-t{}-{}-{}", ::getpid(), run_id_, trial, pi.id, r);
       req.interrupted = interrupted_;
+      if (env) {
+        req.cgroup2_parent = env->cgroup2_parent();
+        req.extra_cgroups_v1 = env->cgroups_v1();
+      }
       Repetition rep;
-      try {
-        rep = run_repetition(req);
-      } catch (const std::exception& e) {  // the harness itself failed (fork, pipe, cgroup): record it, go on
+      if (!env_lost.empty()) {
+        // Not run: under the built-in scheduler (an ejected sched_ext one) it would measure another side.
         rep.started_at = utc_timestamp();
         rep.status = status::kFailed;
-        rep.reason = std::string("the runner could not run this repetition: ") + e.what();
+        rep.reason = "not run: " + env_lost;
+      } else {
+        try {
+          rep = run_repetition(req);
+        } catch (
+            const std::exception& e) {  // the harness itself failed (fork, pipe, cgroup): record it, go on
+          rep.started_at = utc_timestamp();
+          rep.status = status::kFailed;
+          rep.reason = std::string("the runner could not run this repetition: ") + e.what();
+        }
+        if (env) {
+          if (auto why = env->lost()) {
+            rep.status = status::kFailed;
+            rep.reason = "the runtime configuration did not hold: " + *why;
+            env_lost = "the runtime configuration was lost in an earlier repetition: " + *why;
+          }
+        }
       }
       rep.kernel = kernel_state_change(kernel_before, kernel_state(run_.paths()));
       note_kernel_change(trial_kernel, rep.kernel);
@@ -336,6 +374,14 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
   note_kernel_change(trial_kernel, kernel_state_change({{"taint", bundle.kernel["taint"]}},
                                                        {{"taint", trial_kernel["taint_at_end"]}}));
   bundle.kernel["during_trial"] = std::move(trial_kernel);
+  if (env) {
+    try {
+      bundle.environment["runtime_switch"] = env->finish();
+    } catch (const std::exception& e) {
+      bundle.environment["runtime_switch"] = {{"restore_error", e.what()}};
+      progress_.message(std::string("the runtime configuration was not restored: ") + e.what());
+    }
+  }
   if (annotate) annotate(bundle);
   write_bundle(path, bundle);
   progress_.message("wrote " + path.string());

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,27 @@ struct DiagnosticsPlan {
   int count() const { return (profile ? repetitions : 0) + (trace ? 1 : 0); }
 };
 
+// A runtime configuration in effect around one trial (runtime/): applied when made, restored by
+// finish() (or its destructor). The runner puts each repetition's processes in its cgroups and asks
+// after every repetition whether it still holds (a sched_ext scheduler the kernel ejected does not).
+class TrialEnvironment {
+ public:
+  virtual ~TrialEnvironment() = default;
+  // cgroup v1 directories each repetition's process also joins (its cgroup.procs), e.g. the cpu
+  // controller's group that carries cpu.cfs_quota_us.
+  virtual std::vector<std::filesystem::path> cgroups_v1() const { return {}; }
+  // Where the cgroup v2 leaves are made; empty: below this process's own cgroup.
+  virtual std::filesystem::path cgroup2_parent() const { return {}; }
+  // After each repetition: why the configuration no longer holds, or nullopt.
+  virtual std::optional<std::string> lost() { return std::nullopt; }
+  // What the trial ran under, read back (bundle.configuration.runtime: part of the configuration hash).
+  virtual nlohmann::json settings() const = 0;
+  // Restores what was applied; returns the switch's record (bundle.environment.runtime_switch).
+  virtual nlohmann::json finish() = 0;
+};
+// Makes (applies) one; throws with the reason when the configuration cannot be applied.
+using TrialEnvironmentFactory = std::function<std::unique_ptr<TrialEnvironment>()>;
+
 struct RunPlan {
   std::vector<InstancePlan> instances;
   int repetitions = 9;
@@ -53,6 +75,8 @@ struct RunPlan {
   IsolationMode isolation = IsolationMode::kAuto;
   SettlePolicy settle;
   DiagnosticsPlan diagnostics;
+  TrialEnvironmentFactory environment;  // a runtime configuration around every trial; none: as found
+  std::string configuration_key;        // the configuration's content hash ("" without one)
 };
 
 struct PreparedInstance {
