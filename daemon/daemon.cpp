@@ -398,7 +398,7 @@ class Daemon {
     }
     create_durable_directories(attempt_dir);
     store_->begin_step(run.id, step.index, step.key, attempt_dir);
-    set_state(step.configuration == "running" ? DaemonState::kRunning : DaemonState::kBooting);
+    set_state(on_running_kernel(step.configuration) ? DaemonState::kRunning : DaemonState::kBooting);
     if (exporter_) {
       exporter_->set_current_step(step.key, step.index, static_cast<int>(total));
       exporter_->count_started();

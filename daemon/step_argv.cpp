@@ -30,9 +30,15 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
   for (const auto& e : c.events) run.insert(run.end(), {"--event", e});
   if (c.profile) run.push_back("--profile");
   std::vector<std::string> argv{binary.string()};
-  if (s.configuration == "running") {
+  if (on_running_kernel(s.configuration)) {
     argv.insert(argv.end(), run.begin(), run.end());
     argv.insert(argv.end(), {"--out", attempt_dir.string()});
+    // A runtime configuration of the booted kernel: applied around the step's trial, restored after.
+    if (const auto name = runtime_configuration_of(s.configuration); !name.empty()) {
+      argv.insert(argv.end(), {"--configuration", name});
+      if (!c.runtime_configurations.empty())
+        argv.insert(argv.end(), {"--configurations", c.runtime_configurations.string()});
+    }
   } else {
     argv.push_back("kernel");
     if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});

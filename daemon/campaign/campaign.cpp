@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <climits>
 #include <random>
 #include <set>
@@ -16,17 +17,27 @@
 #include "daemon/exporter/listen.hpp"
 #include "experiment/experiment.hpp"
 #include "kernels/recipe.hpp"
+#include "runtime/configuration.hpp"
 #include "workloads/common/task_setup.hpp"
 #include "workloads/registry.hpp"
 
 namespace schedlab {
+
+bool on_running_kernel(const std::string& configuration) {
+  return configuration == "running" || configuration.rfind("running:", 0) == 0;
+}
+
+std::string runtime_configuration_of(const std::string& configuration) {
+  return configuration.rfind("running:", 0) == 0 ? configuration.substr(8) : std::string();
+}
+
 namespace {
 
 namespace fs = std::filesystem;
 
 const std::set<std::string> kCampaignKeys = {
     "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
-    "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "boot",
+    "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "boot", "runtime_configurations",
     // a target campaign (CampaignTarget)
     "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
 const std::set<std::string> kExporterKeys = {"listen", "pushgateway", "configurations_per_host", "host"};
@@ -405,13 +416,28 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
       r.fail(*t.get("boot"), p + "boot", "'" + *v + "': expected \"qemu\", \"kexec\" or \"grub\"");
     c.boot = *v;
   }
+  std::vector<runtime::RuntimeConfiguration> runtime_defined;
+  if (auto v = r.string(t, p, "runtime_configurations")) {
+    c.runtime_configurations = fs::path(*v).is_absolute() ? fs::path(*v) : c.file.parent_path() / *v;
+    try {
+      runtime_defined = runtime::load_configurations(c.runtime_configurations);
+    } catch (const InputError& e) {
+      r.fail(*t.get("runtime_configurations"), p + "runtime_configurations", e.what());
+    }
+  }
   if (auto configs = r.strings(t, p, "configurations")) {
     if (configs->empty()) r.fail(*t.get("configurations"), p + "configurations", "names no configuration");
     c.configurations.clear();
     std::set<std::string> seen;
     for (const auto& [name, node] : *configs) {
       if (!seen.insert(name).second) r.fail(*node, p + "configurations", "'" + name + "' is listed twice");
-      if (name != "running") {
+      if (const auto rc = runtime_configuration_of(name); !rc.empty()) {
+        try {
+          (void)runtime::resolve_configuration(rc, runtime_defined);
+        } catch (const InputError& e) {
+          r.fail(*node, p + "configurations", e.what());
+        }
+      } else if (name != "running") {
         kernels::Recipe recipe;
         try {
           recipe = kernels::load_recipe(recipes_dir, name);
@@ -425,7 +451,9 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
       }
       c.configurations.push_back(name);
     }
-    if (c.boot != "qemu" && c.configurations.size() > 1 && seen.count("running"))
+    const bool any_running = std::any_of(c.configurations.begin(), c.configurations.end(), on_running_kernel);
+    const bool any_recipe = !std::all_of(c.configurations.begin(), c.configurations.end(), on_running_kernel);
+    if (c.boot != "qemu" && any_running && any_recipe)
       r.fail(*t.get("configurations"), p + "configurations",
              "'running' cannot be mixed with recipes when boot = \"" + c.boot +
                  "\": after the first reboot the running kernel is a recipe's");
@@ -581,7 +609,7 @@ PlanTotals plan_totals(const std::vector<CampaignStep>& plan) {
     ++t.steps;
     t.repetitions += s.repetitions;
     // Each step boots its own kernel: a fresh guest under qemu, a reboot of the box under kexec/grub.
-    if (s.configuration != "running") ++t.boots;
+    if (!on_running_kernel(s.configuration)) ++t.boots;
   }
   return t;
 }

@@ -48,6 +48,11 @@ struct CampaignTarget {
 // A target campaign with a budget and no max_trials expands this many pairs; the budget ends it first.
 inline constexpr int kBudgetOnlyMaxTrials = 500;
 
+// "running" or "running:NAME": a step on the booted kernel, no boot.
+bool on_running_kernel(const std::string& configuration);
+// NAME of "running:NAME", "" otherwise.
+std::string runtime_configuration_of(const std::string& configuration);
+
 struct Campaign {
   std::filesystem::path file;
   std::string name;
@@ -60,9 +65,12 @@ struct Campaign {
   // box "kexec" / "grub" (the machine itself reboots into the recipe's kernel for each step, and the
   // daemon, started again by its unit, resumes the step in that kernel).
   std::string boot = "qemu";
+  // "running" (the kernel as found), "running:NAME" (a runtime configuration of it: NAME from
+  // runtime_configurations, or eevdf / cfs / scx:NAME; no reboot between them), or a recipe name.
   std::vector<std::string> configurations = {"running"};
-  int trials = 1;                        // with a target: the pairs expanded (max_trials)
-  std::optional<CampaignTarget> target;  // a sequential comparison of the two configurations
+  std::filesystem::path runtime_configurations;  // [campaign] runtime_configurations: `run --configurations`
+  int trials = 1;                                // with a target: the pairs expanded (max_trials)
+  std::optional<CampaignTarget> target;          // a sequential comparison of the two configurations
   CampaignOrder order = CampaignOrder::kInterleaved;
   std::uint64_t seed = 1;
   std::vector<std::string> events;  // [campaign] events = [...]; empty: the default set

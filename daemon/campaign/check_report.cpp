@@ -43,7 +43,7 @@ std::string format_campaign_check(const Campaign& c, const std::vector<CampaignS
   for (const auto& conf : c.configurations) configs += (configs.empty() ? "" : ", ") + conf;
   // `boot` only matters for recipe configurations: a campaign on the running kernel boots nothing.
   const bool boots = std::any_of(c.configurations.begin(), c.configurations.end(),
-                                 [](const std::string& conf) { return conf != "running"; });
+                                 [](const std::string& conf) { return !on_running_kernel(conf); });
   out += fmt::format("configurations {}; {} trial(s), {} order, seed {}; {}\n", configs, c.trials,
                      c.order == CampaignOrder::kInterleaved ? "interleaved" : "blocked", c.seed,
                      boots ? "recipes boot by " + c.boot : "on the running kernel, nothing is booted");
