@@ -20,6 +20,8 @@ constexpr EnvironmentField kFields[] = {
     {"configuration.cmdline", "/configuration/cmdline", "configuration"},
     {"configuration.sched_features", "/configuration/sched_features", "configuration"},
     {"configuration.sched_tunables", "/configuration/sched_tunables", "configuration"},
+    // A runtime configuration's settings as read back (runtime/): what told the sides of one boot apart.
+    {"configuration.runtime", "/configuration/runtime/read_back", "configuration"},
     {"kernel.preempt", "/kernel/preempt", "configuration"},
     {"kernel.hz", "/kernel/hz", "configuration"},
     {"host.fingerprint", "/host/fingerprint", "environment"},
