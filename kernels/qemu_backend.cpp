@@ -53,7 +53,7 @@ std::vector<fs::path> move_guest_files(const fs::path& share, const fs::path& ou
   std::vector<fs::path> names;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(share, ec))
-    if (e.is_regular_file()) names.push_back(e.path());
+    if (e.is_regular_file() || e.is_directory()) names.push_back(e.path());
   std::sort(names.begin(), names.end());
   bool kept = false;
   for (const auto& f : names) {
@@ -70,7 +70,15 @@ std::vector<fs::path> move_guest_files(const fs::path& share, const fs::path& ou
       continue;
     }
     fs::rename(f, target);
-    if (target.extension() == ".json") bundles.push_back(target);
+    if (fs::is_directory(target)) {
+      // An experiment's or rounds' folder (OUT/<id>/<side>/...): moved whole, its trial bundles counted.
+      for (fs::recursive_directory_iterator it(target, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file() && it->path().extension() == ".json" &&
+            it->path().filename().string().find("-trial") != std::string::npos)
+          bundles.push_back(it->path());
+    } else if (target.extension() == ".json") {
+      bundles.push_back(target);
+    }
   }
   if (!kept) fs::remove(share, ec);
   return bundles;
