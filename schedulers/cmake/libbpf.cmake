@@ -1,13 +1,13 @@
-# libbpf 1.5 from Debian's linux-source-6.12, built into the build directory (schedulers/README.md says
-# why: Debian's libbpf-dev 1.1 cannot attach struct_ops through a link). Defines:
+# libbpf 1.5 from Debian's linux-source-6.12, built into the build directory (schedulers/README.md
+# says why: Debian's libbpf-dev 1.1 cannot attach struct_ops through a link). Defines:
 #   schedlab::libbpf       static libbpf.a with its headers (<bpf/libbpf.h>, <bpf/bpf_helpers.h>, ...)
 #   SCHEDLAB_LIBBPF_INCLUDE_DIR   the installed headers, for the BPF programs' clang command lines
 # Each step is a custom command with real OUTPUTs: the tarball is unpacked and libbpf built once.
 set(SCHEDLAB_LINUX_SOURCE_TARBALL "/usr/src/linux-source-6.12.tar.xz" CACHE FILEPATH
     "Debian's linux-source-6.12 tarball: libbpf and bpftool come from its tools/")
 if(NOT EXISTS "${SCHEDLAB_LINUX_SOURCE_TARBALL}")
-  message(FATAL_ERROR "schedulers/: ${SCHEDLAB_LINUX_SOURCE_TARBALL} is missing; it carries the libbpf 1.5 the "
-                      "sched_ext loader needs: apt-get install linux-source-6.12 (ci/setup installs it)")
+  message(FATAL_ERROR "schedulers/: ${SCHEDLAB_LINUX_SOURCE_TARBALL} is missing; it carries the libbpf 1.5 "
+                      "the sched_ext loader needs: apt-get install linux-source-6.12 (ci/setup installs it)")
 endif()
 find_program(SCHEDLAB_MAKE NAMES make REQUIRED)
 
@@ -51,7 +51,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 add_library(schedlab_libbpf STATIC IMPORTED GLOBAL)
 add_library(schedlab::libbpf ALIAS schedlab_libbpf)
-set_target_properties(schedlab_libbpf PROPERTIES IMPORTED_LOCATION "${_libbpf_archive}"
-                                                 INTERFACE_INCLUDE_DIRECTORIES "${SCHEDLAB_LIBBPF_INCLUDE_DIR}"
-                                                 INTERFACE_LINK_LIBRARIES "PkgConfig::LIBELF;ZLIB::ZLIB")
+set_target_properties(schedlab_libbpf PROPERTIES
+  IMPORTED_LOCATION "${_libbpf_archive}"
+  INTERFACE_INCLUDE_DIRECTORIES "${SCHEDLAB_LIBBPF_INCLUDE_DIR}"
+  INTERFACE_LINK_LIBRARIES "PkgConfig::LIBELF;ZLIB::ZLIB")
 add_dependencies(schedlab_libbpf schedlab_libbpf_build)

@@ -60,11 +60,9 @@ BpfScheduler::~BpfScheduler() {
 
 void BpfScheduler::load() {
   if (const int rc = bpf_object__load(object_); rc != 0) {
+    // libbpf has printed why (not root, the verifier's log, a kernel whose BTF has no sched_ext_ops).
     throw LoaderError(ExitCode::failed, "load",
-                      path_.string() +
-                          ": load failed (libbpf's log above says why: not root, the verifier, or a kernel "
-                          "without sched_ext_ops in its BTF): " +
-                          errno_text(-rc),
+                      path_.string() + ": load failed (libbpf's log above says why): " + errno_text(-rc),
                       -rc);
   }
 }
