@@ -64,6 +64,33 @@ void check_preconditions(const LoaderOptions& options, const SchedExtSysfs& sysf
   }
 }
 
+bool has_exited(const BpfScheduler& scheduler) {
+  return scheduler.exit_info().value_or(schedlab_exit_info{}).kind != 0;
+}
+
+// The kernel ended the scheduler (its watchdog, an error, sysrq-S). PHASE: "attaching" when that
+// happened before the loader saw it enabled (broken is ejected within its 3 s while the loader,
+// itself one of the tasks it loses, waits), "attached" after.
+ExitCode report_ejection(BpfScheduler& scheduler, const SchedExtSysfs& sysfs, const std::string& name,
+                         const std::string& phase) {
+  // Let the kernel finish disabling, so that ops.exit's record is complete before it is read.
+  poll_until([&] { return has_exited(scheduler) && sysfs.state() == "disabled"; }, kEjectSettle, kAttachPoll);
+  const auto info = scheduler.exit_info().value_or(schedlab_exit_info{});
+  emit_event({{"event", "ejected"},
+              {"ops", name},
+              {"while", phase},
+              {"kind", info.kind},
+              {"kind_name", exit_kind_name(info.kind)},
+              {"exit_code", info.exit_code},
+              {"reason", info.reason},
+              {"message", info.msg},
+              {"state", sysfs.state().value_or("")}});
+  std::cerr << "schedlab-scx: the kernel ejected " << name << ": " << info.reason
+            << (info.msg[0] ? std::string(" (") + info.msg + ")" : "") << "\n";
+  scheduler.detach();
+  return ExitCode::ejected;
+}
+
 // Holds the scheduler until a signal (exit 0 after detaching) or an ejection (exit 3).
 ExitCode hold(BpfScheduler& scheduler, const SchedExtSysfs& sysfs, const std::string& name,
               const LoaderOptions& options, const sigset_t& stop_signals) {
@@ -83,22 +110,8 @@ ExitCode hold(BpfScheduler& scheduler, const SchedExtSysfs& sysfs, const std::st
                   {"detach_ms", ms_since(start)}});
       return ExitCode::ok;
     }
-    const auto exited = [&] { return scheduler.exit_info().value_or(schedlab_exit_info{}).kind != 0; };
-    if (!exited() && sysfs.state() == "enabled" && sysfs.root_ops() == name) continue;
-    // Ejected. Let the kernel finish disabling, so ops.exit's record is complete before it is read.
-    poll_until([&] { return exited() && sysfs.state() == "disabled"; }, kEjectSettle, kAttachPoll);
-    const auto info = scheduler.exit_info().value_or(schedlab_exit_info{});
-    emit_event({{"event", "ejected"},
-                {"kind", info.kind},
-                {"kind_name", exit_kind_name(info.kind)},
-                {"exit_code", info.exit_code},
-                {"reason", info.reason},
-                {"message", info.msg},
-                {"state", sysfs.state().value_or("")}});
-    std::cerr << "schedlab-scx: the kernel ejected " << name << ": " << info.reason
-              << (info.msg[0] ? std::string(" (") + info.msg + ")" : "") << "\n";
-    scheduler.detach();
-    return ExitCode::ejected;
+    if (!has_exited(scheduler) && sysfs.state() == "enabled" && sysfs.root_ops() == name) continue;
+    return report_ejection(scheduler, sysfs, name, "attached");
   }
 }
 
@@ -137,9 +150,12 @@ ExitCode run(std::span<char* const> args) {
   const bool enabled = poll_until(
       [&] {
         const auto seq = sysfs.enable_seq();
-        return sysfs.state() == "enabled" && sysfs.root_ops() == name && seq && *seq != *seq_before;
+        const bool ready =
+            sysfs.state() == "enabled" && sysfs.root_ops() == name && seq && *seq != *seq_before;
+        return ready || has_exited(scheduler);
       },
       options.attach_timeout, kAttachPoll);
+  if (has_exited(scheduler)) return report_ejection(scheduler, sysfs, name, "attaching");
   if (!enabled) {
     const std::string seen = "state = " + sysfs.state().value_or("?") +
                              ", root/ops = " + sysfs.root_ops().value_or("?") +
