@@ -13,7 +13,8 @@ s32 SCHEDLAB_OP(broken_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 {
 	/*
 	 * Without ops.select_cpu the kernel's default would place a waking task directly on an idle
-	 * CPU, bypassing ops.enqueue. Keep the CPU and dispatch nothing, so that every task is lost.
+	 * CPU, bypassing ops.enqueue. Keep the CPU and dispatch nothing, so that every task is
+	 * lost.
 	 */
 	return prev_cpu;
 }
@@ -33,10 +34,8 @@ void SCHEDLAB_OP(broken_exit, struct scx_exit_info *ei)
 	schedlab_record_exit(ei);
 }
 
-SCHEDLAB_OPS_DEFINE(broken_ops,
-		    .select_cpu = (void *)broken_select_cpu,
-		    .enqueue = (void *)broken_enqueue,
-		    .dispatch = (void *)broken_dispatch,
+SCHEDLAB_OPS_DEFINE(broken_ops, .select_cpu = (void *)broken_select_cpu,
+		    .enqueue = (void *)broken_enqueue, .dispatch = (void *)broken_dispatch,
 		    .exit = (void *)broken_exit,
 		    .timeout_ms = 3000, /* the watchdog's limit; the default is 30 s */
 		    .name = "broken");

@@ -21,7 +21,5 @@ void SCHEDLAB_OP(fifo_exit, struct scx_exit_info *ei)
 	schedlab_record_exit(ei);
 }
 
-SCHEDLAB_OPS_DEFINE(fifo_ops,
-		    .enqueue = (void *)fifo_enqueue,
-		    .exit = (void *)fifo_exit,
+SCHEDLAB_OPS_DEFINE(fifo_ops, .enqueue = (void *)fifo_enqueue, .exit = (void *)fifo_exit,
 		    .name = "fifo");

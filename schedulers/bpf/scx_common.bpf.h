@@ -34,10 +34,11 @@ bool scx_bpf_consume(u64 dsq_id) __ksym;
 
 /*
  * The scheduler itself. ".struct_ops.link" (not ".struct_ops") makes libbpf attach it through a
- * BPF link, so the kernel detaches it when the loader's link fd closes, even if the loader is killed.
+ * BPF link, so the kernel detaches it when the loader's link fd closes, even if the loader is
+ * killed.
  */
-#define SCHEDLAB_OPS_DEFINE(var, ...) \
-	SEC(".struct_ops.link") struct sched_ext_ops var = { __VA_ARGS__ }
+#define SCHEDLAB_OPS_DEFINE(var, ...)                                                              \
+	SEC(".struct_ops.link") struct sched_ext_ops var = {__VA_ARGS__}
 
 /*
  * Why the kernel ended the scheduler, for the loader to report. In a section of its own so that
@@ -45,7 +46,8 @@ bool scx_bpf_consume(u64 dsq_id) __ksym;
  */
 struct schedlab_exit_info schedlab_exit SEC(".data.schedlab_exit");
 
-/* Call from ops.exit. kind is written last, with a full barrier: nonzero means the rest is there. */
+/* Call from ops.exit. kind is written last, with a full barrier: nonzero means the rest is there.
+ */
 static __always_inline void schedlab_record_exit(struct scx_exit_info *ei)
 {
 	bpf_probe_read_kernel_str(schedlab_exit.reason, sizeof(schedlab_exit.reason), ei->reason);

@@ -28,8 +28,8 @@ void SCHEDLAB_OP(vtime_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 vtime = p->scx.dsq_vtime;
 
 	/*
-	 * A task that slept kept its old, small vtime: left alone it would run ahead of everyone for
-	 * as long as it slept. Let it bank at most one slice of credit.
+	 * A task that slept kept its old, small vtime: left alone it would run ahead of everyone
+	 * for as long as it slept. Let it bank at most one slice of credit.
 	 */
 	if (vtime_before(vtime, vtime_now - SCX_SLICE_DFL))
 		vtime = vtime_now - SCX_SLICE_DFL;
@@ -52,9 +52,9 @@ void SCHEDLAB_OP(vtime_running, struct task_struct *p)
 void SCHEDLAB_OP(vtime_stopping, struct task_struct *p, bool runnable)
 {
 	/*
-	 * The kernel counts p->scx.slice down while the task runs, so what is gone of SCX_SLICE_DFL is
-	 * what it used. A yield sets the slice to 0: a yielder is charged a full slice, which is this
-	 * scheduler's answer to sched_yield() (tasks that yield give way to everyone else).
+	 * The kernel counts p->scx.slice down while the task runs, so what is gone of SCX_SLICE_DFL
+	 * is what it used. A yield sets the slice to 0: a yielder is charged a full slice, which is
+	 * this scheduler's answer to sched_yield() (tasks that yield give way to everyone else).
 	 */
 	p->scx.dsq_vtime += (SCX_SLICE_DFL - p->scx.slice) * 100 / p->scx.weight;
 }
@@ -75,12 +75,7 @@ void SCHEDLAB_OP(vtime_exit, struct scx_exit_info *ei)
 	schedlab_record_exit(ei);
 }
 
-SCHEDLAB_OPS_DEFINE(vtime_ops,
-		    .enqueue = (void *)vtime_enqueue,
-		    .dispatch = (void *)vtime_dispatch,
-		    .running = (void *)vtime_running,
-		    .stopping = (void *)vtime_stopping,
-		    .enable = (void *)vtime_enable,
-		    .init = (void *)vtime_init,
-		    .exit = (void *)vtime_exit,
-		    .name = "vtime");
+SCHEDLAB_OPS_DEFINE(vtime_ops, .enqueue = (void *)vtime_enqueue, .dispatch = (void *)vtime_dispatch,
+		    .running = (void *)vtime_running, .stopping = (void *)vtime_stopping,
+		    .enable = (void *)vtime_enable, .init = (void *)vtime_init,
+		    .exit = (void *)vtime_exit, .name = "vtime");

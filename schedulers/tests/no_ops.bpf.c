@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* A valid BPF object with no sched_ext_ops: the loader must refuse it before loading. */
-#include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "vmlinux.h"
 
 char _license[] SEC("license") = "GPL";
 
 SEC("socket")
-int accept_all(void *ctx)
-{
-	return 0;
+int accept_all(void* ctx) {
+  return 0;
 }
