@@ -49,10 +49,18 @@ ScxAttachment::ScxAttachment(const fs::path& loader, const fs::path& object, con
   ::fcntl(out_fd_, F_SETFL, O_NONBLOCK);
   ::fcntl(err_fd_, F_SETFL, O_NONBLOCK);
   auto first = next_event(timeout_s);
+  if (first && first->value("event", "") == "ejected") {
+    // A scheduler that starves its own loader (schedulers/broken) is ejected before "attached" comes.
+    reap(/*kill_first=*/false);
+    std::string why = "the kernel ejected scx:" + ops_name +
+                      " while it attached: " + first->value("reason", std::string("?"));
+    if (auto m = first->value("message", std::string()); !m.empty()) why += " (" + m + ")";
+    throw Error(why + " [" + first->value("kind_name", std::string()) + "]");
+  }
   if (!first || first->value("event", "") != "attached") {
     reap(/*kill_first=*/true);
     throw Error("scx:" + ops_name + ": " + loader.string() + " did not attach " + object.string() +
-                (first ? ": " + first->dump()
+                (first ? ": " + first->value("message", first->dump())
                        : std::string(" within ") + std::to_string(static_cast<int>(timeout_s)) + " s") +
                 loader_words());
   }

@@ -98,6 +98,27 @@ TEST(Recipes, ASourceRecipeNamesItsTarballBaseConfigFragmentAndPatches) {
             std::string::npos);
 }
 
+TEST(Recipes, ASourceRecipeMayStartFromAConfigFileOfItsOwn) {
+  auto r = load_recipe(kRecipes, "debian-6.12-sched-ext");
+  EXPECT_TRUE(r.source.base_config.empty());
+  ASSERT_TRUE(fs::exists(r.source.base_config_file)) << r.source.base_config_file;
+  EXPECT_NE(testing::slurp(r.source.base_config_file).find("CONFIG_SCHED_CLASS_EXT=y"), std::string::npos);
+  EXPECT_FALSE(r.source.loadable_modules);
+  TempDir dir;
+  const std::string head = "[source]\ntype = \"source\"\npackage = \"linux-source-6.12\"\nversion = \"1\"\n";
+  write(dir.path() / "both.toml", head + "base_config = \"debian-6.12\"\nbase_config_file = \"x.config\"\n");
+  EXPECT_NE(error_of([&] {
+              load_recipe(dir.path(), "both");
+            }).find("both.toml:6: [source] base_config_file: name either"),
+            std::string::npos)
+      << error_of([&] { load_recipe(dir.path(), "both"); });
+  write(dir.path() / "missing.toml", head + "base_config_file = \"nosuch.config\"\n");
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "missing"); }).find("nosuch.config: no such file"),
+            std::string::npos);
+  write(dir.path() / "none.toml", head);
+  EXPECT_NE(error_of([&] { load_recipe(dir.path(), "none"); }).find("base_config"), std::string::npos);
+}
+
 TEST(Recipes, ErrorsNameFileLineAndKey) {
   TempDir dir;
   write(dir.path() / "a.toml", "[source]\npackage = \"x\"\nversion = 3\nrelease = \"r\"\n");
