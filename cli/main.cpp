@@ -191,6 +191,19 @@ RunArgs versus_side(const RunArgs& a) {
   return b;
 }
 
+// An experiment's or a set of rounds' outcome, told the same way: the summary and the record's path on
+// stdout, what was lost on stderr, exit 1 when anything was.
+template <typename Outcome>
+int report_outcome(const Outcome& outcome, const char* kind) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::cout << outcome.summary << kind << ": " << outcome.record.string() << "\n";
+  if (outcome.interrupted)
+    std::cerr << "schedlab: interrupted; what was measured is in " << outcome.dir << "\n";
+  if (outcome.failed_repetitions > 0)
+    std::cerr << "schedlab: " << outcome.failed_repetitions << " repetition(s) did not succeed\n";
+  return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
+}
+
 // `b_args`: side b when it is not a's parameters with --versus in place (two runtime configurations).
 int cmd_experiment(const RunArgs& args, const std::optional<RunArgs>& b_args = std::nullopt,
                    const nlohmann::json& configurations = nullptr) {
@@ -248,13 +261,7 @@ int cmd_experiment(const RunArgs& args, const std::optional<RunArgs>& b_args = s
   check_experiment(*side_a, *side_b, o);
   auto progress = make_progress(stderr);
   auto outcome = run_experiment(*side_a, *side_b, o, *progress);
-  std::signal(SIGPIPE, SIG_IGN);
-  std::cout << outcome.summary << "experiment: " << outcome.record.string() << "\n";
-  if (outcome.interrupted)
-    std::cerr << "schedlab: interrupted; what was measured is in " << outcome.dir << "\n";
-  if (outcome.failed_repetitions > 0)
-    std::cerr << "schedlab: " << outcome.failed_repetitions << " repetition(s) did not succeed\n";
-  return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
+  return report_outcome(outcome, "experiment");
 }
 
 int cmd_plain_run(const RunArgs& args);
@@ -326,13 +333,7 @@ int cmd_configurations(const RunArgs& args) {
   }
   auto progress = make_progress(stderr);
   auto outcome = run_rounds(sides, args.trials, args.out, seed, *progress);
-  std::signal(SIGPIPE, SIG_IGN);
-  std::cout << outcome.summary << "rounds: " << outcome.record.string() << "\n";
-  if (outcome.interrupted)
-    std::cerr << "schedlab: interrupted; what was measured is in " << outcome.dir << "\n";
-  if (outcome.failed_repetitions > 0)
-    std::cerr << "schedlab: " << outcome.failed_repetitions << " repetition(s) did not succeed\n";
-  return outcome.interrupted || outcome.failed_repetitions > 0 ? kExitFailed : 0;
+  return report_outcome(outcome, "rounds");
 }
 
 int cmd_run(const RunArgs& args) {
