@@ -3,6 +3,7 @@
 // Attaching for real needs a sched_ext kernel (the qemu guest flow, kernels/).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -55,14 +56,27 @@ std::vector<Section> sections_of(const std::vector<char>& elf) {
   return sections;
 }
 
+// This process's own scratch folder: ctest -j runs the other loader tests (each its own process)
+// beside this one, and they would read each other's fixtures and output from shared names.
+fs::path scratch_dir() {
+  const fs::path dir = fs::path(testing::TempDir()) / ("schedulers-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+class RemoveScratchDir : public testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(scratch_dir()); }
+};
+const testing::Environment* const kRemoveScratchDir = testing::AddGlobalTestEnvironment(new RemoveScratchDir);
+
 struct LoaderRun {
   int exit_code = -1;
   std::string out, err;
 };
 
 LoaderRun run_loader(const std::string& args) {
-  const fs::path out = fs::path(testing::TempDir()) / "scx-stdout",
-                 err = fs::path(testing::TempDir()) / "scx-stderr";
+  const fs::path out = scratch_dir() / "scx-stdout", err = scratch_dir() / "scx-stderr";
   const std::string command =
       std::string(SCHEDLAB_SCX_LOADER) + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(command.c_str());
@@ -79,7 +93,7 @@ LoaderRun run_loader(const std::string& args) {
 
 // A directory shaped like /sys/kernel/sched_ext.
 fs::path fake_sysfs(const std::string& name, const std::string& state, const std::string& root_ops) {
-  const fs::path dir = fs::path(testing::TempDir()) / ("sched_ext-" + name);
+  const fs::path dir = scratch_dir() / ("sched_ext-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "state") << state << "\n";
@@ -175,7 +189,7 @@ TEST(Loader, RefusesABpfObjectWithoutSchedExtOps) {
 
 TEST(Loader, RefusesAnObjectWhoseOpsNameIsNotItsStem) {
   const fs::path sysfs = fake_sysfs("idle", "disabled", "");
-  const fs::path renamed = fs::path(testing::TempDir()) / "renamed.bpf.o";
+  const fs::path renamed = scratch_dir() / "renamed.bpf.o";
   fs::copy_file(kDir / "fifo.bpf.o", renamed, fs::copy_options::overwrite_existing);
   const LoaderRun run = run_loader("--sysfs " + sysfs.string() + " " + renamed.string());
   EXPECT_EQ(run.exit_code, 2);
