@@ -95,6 +95,18 @@ void append_metric(std::string& out, const MetricDiff& m, const std::string& bas
         out += fmt::format("      {}: {}\n", c.side, c.verdict_reason);
     }
   }
+  for (const auto& [side, q] : m.quality) {
+    if (q.multiplexed > 0)
+      out += fmt::format(
+          "      {}: multiplexed in {}/{} repetitions, scaled up to x{:.2f} (time enabled / "
+          "running): an estimate\n",
+          side, q.multiplexed, q.repetitions, q.max_scaling);
+    if (q.contaminated > 0)
+      out += fmt::format(
+          "      {}: contaminated in {}/{} repetitions: other tasks had up to {:.1f}% of the "
+          "counted CPUs' busy time\n",
+          side, q.contaminated, q.repetitions, 100 * q.max_foreign_share);
+  }
 }
 
 // kernbench's own report: Elapsed, System, User and CPU as mean (standard deviation) per configuration.
