@@ -2,10 +2,11 @@
 
 #include <cmath>
 
+#include "core/bundle_encoding.hpp"
 #include "core/json_cursor.hpp"
+#include "core/per_operation.hpp"
 
 namespace schedlab {
-namespace {
 
 using nlohmann::json;
 
@@ -27,6 +28,8 @@ json to_json(const CounterReading& c) {
   if (!c.scope.empty()) j["scope"] = c.scope;
   return j;
 }
+
+namespace {
 
 json to_json(const Repetition& r) {
   json metrics = json::object();
@@ -122,6 +125,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.profile = optional_object(c, "profile");
   r.trace = optional_object(c, "trace");
   r.kernel = optional_object(c, "kernel");
+  add_per_operation_counters(r);
   return r;
 }
 
@@ -191,13 +195,17 @@ nlohmann::json to_json(const Bundle& b) {
   return j;
 }
 
-Bundle bundle_from_json(const nlohmann::json& j, const std::string& source) {
+Bundle bundle_from_json(const nlohmann::json& file, const std::string& source) {
+  json expanded;
+  if (has_compact_parts(file)) expanded = expand_bundle(file, source);
+  const json& j = expanded.is_null() ? file : expanded;
   JsonCursor c(j, source);
   c.expect_object();
   Bundle b;
   b.schema = c.string("schema");
-  if (b.schema != kResultSchema)
-    c.fail("schema", "unsupported schema '" + b.schema + "' (this build reads " + kResultSchema + ")");
+  if (b.schema != kResultSchema && b.schema != kResultSchemaV1)
+    c.fail("schema", "unsupported schema '" + b.schema + "' (this build reads " + kResultSchemaV1 + " and " +
+                         kResultSchema + ")");
   b.run_id = c.string("run_id");
   b.trial = static_cast<int>(c.integer("trial", 0));
   b.trials = static_cast<int>(c.integer("trials", 1));
