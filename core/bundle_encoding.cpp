@@ -14,6 +14,7 @@ using nlohmann::json;
 constexpr const char* kCounterDefaults = "counter_defaults";
 constexpr const char* kPerCpuTable = "per_cpu_table";
 constexpr const char* kSchedstatTable = "cpu_table";
+constexpr const char* kBucketRuns = "bucket_runs";
 
 // Every repetition of the bundle (warm-ups, timed, diagnostic), with its JSON pointer.
 void for_each_repetition(json& bundle, const std::function<void(json&, const std::string&)>& visit) {
@@ -231,6 +232,69 @@ void untabulate_schedstat(json& schedstat, const JsonCursor& at) {
   schedstat.erase(kSchedstatTable);
 }
 
+// --- latency histograms --------------------------------------------------------------------------
+
+// A bucket [lower, upper, count] as core/histogram.hpp writes it: bounds as floating-point numbers, the
+// count as an unsigned integer.
+bool is_bucket(const json& b) {
+  return b.is_array() && b.size() == 3 && b[0].is_number_float() && b[1].is_number_float() &&
+         b[2].is_number_unsigned();
+}
+
+// [[lower, upper, count], ...] -> [[lower, width, count, count, ...], ...]: one run per stretch of
+// adjacent buckets of one width (a log-linear histogram has a few), each bound recomputed exactly as
+// lower + k * width, checked here, so that expanding gives back the very numbers.
+void run_length_buckets(json& histogram) {
+  auto it = histogram.find("buckets");
+  if (it == histogram.end() || !it->is_array() || it->empty()) return;
+  for (const auto& b : *it)
+    if (!is_bucket(b)) return;
+  json runs = json::array();
+  for (const auto& b : *it) {
+    const double lower = b[0].get<double>(), upper = b[1].get<double>();
+    if (!runs.empty()) {
+      auto& run = runs.back();
+      const double start = run[0].get<double>(), width = run[1].get<double>();
+      const double k = static_cast<double>(run.size() - 2);
+      if (start + k * width == lower && lower + width == upper) {
+        run.push_back(b[2]);
+        continue;
+      }
+    }
+    if (!(upper > lower) || lower + (upper - lower) != upper) return;  // bounds a run cannot give back
+    runs.push_back({b[0], upper - lower, b[2]});
+  }
+  histogram[kBucketRuns] = std::move(runs);
+  histogram.erase("buckets");
+}
+
+void expand_bucket_runs(json& histogram, const JsonCursor& at) {
+  const auto runs = at.array(kBucketRuns);
+  json buckets = json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto run = runs.element(i);
+    const auto& r = run.value();
+    if (!r.is_array() || r.size() < 3 || !r[0].is_number() || !r[1].is_number())
+      run.fail("", "expected [lower, width, count...]");
+    const double lower = r[0].get<double>(), width = r[1].get<double>();
+    for (std::size_t k = 2; k < r.size(); ++k) {
+      if (!r[k].is_number_unsigned()) run.fail(std::to_string(k), "expected a count");
+      const double from = lower + static_cast<double>(k - 2) * width;
+      buckets.push_back({from, from + width, r[k]});
+    }
+  }
+  histogram["buckets"] = std::move(buckets);
+  histogram.erase(kBucketRuns);
+}
+
+void for_each_histogram(json& bundle, const std::function<void(json&, const std::string&)>& visit) {
+  for_each_repetition(bundle, [&](json& rep, const std::string& at) {
+    if (rep.contains("details") && rep["details"].is_object() && rep["details"].contains("histogram") &&
+        rep["details"]["histogram"].is_object())
+      visit(rep["details"]["histogram"], at + "/details/histogram");
+  });
+}
+
 void for_each_system(json& bundle, const std::function<void(json&, const std::string&)>& visit) {
   for_each_repetition(bundle, [&](json& rep, const std::string& at) {
     if (rep.contains("system") && rep["system"].is_object()) visit(rep["system"], at + "/system");
@@ -246,6 +310,7 @@ json compact_bundle(json bundle) {
     if (system.contains("schedstat") && system["schedstat"].is_object())
       tabulate_schedstat(system["schedstat"]);
   });
+  for_each_histogram(bundle, [](json& histogram, const std::string&) { run_length_buckets(histogram); });
   return bundle;
 }
 
@@ -264,6 +329,9 @@ json expand_bundle(json bundle, const std::string& source) {
       json& schedstat = system["schedstat"];
       untabulate_schedstat(schedstat, JsonCursor(schedstat, source, at + "/schedstat"));
     }
+  });
+  for_each_histogram(bundle, [&](json& histogram, const std::string& at) {
+    if (histogram.contains(kBucketRuns)) expand_bucket_runs(histogram, JsonCursor(histogram, source, at));
   });
   return bundle;
 }

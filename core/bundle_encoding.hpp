@@ -10,6 +10,9 @@
 //   object of objects `system.per_cpu`, and `system.schedstat.cpu_table` the per-CPU and per-domain
 //   deltas under `system.schedstat.cpus`; a value a CPU lacks is null. Written only where every value is
 //   a number (otherwise the object stays as it was).
+// - A latency histogram's `buckets` [[lower, upper, count], ...] (core/histogram.hpp) become
+//   `bucket_runs` [[lower, width, count, count, ...], ...]: a run per stretch of adjacent buckets of one
+//   width, whose bounds lower + k * width give back exactly the bounds written (checked when writing).
 //
 // Expanding gives back exactly the JSON that was compacted. Per-operation copies of counters are not
 // stored at all in /2 (per_operation.hpp): the writer leaves out the ones the reader derives identically.

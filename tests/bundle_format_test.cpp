@@ -104,6 +104,24 @@ TEST(BundleFormat, V2StoresNoPerOperationCopyAndNoRepeatedCounterField) {
     EXPECT_EQ(table.at("values").size(), table.at("cpus").size());
   });
   EXPECT_GT(readings, 0u);
+  // wakeup's latency histogram: runs of adjacent buckets, the same buckets once expanded.
+  std::size_t histograms = 0;
+  for (std::size_t i = 0; i < v1.instances.size(); ++i) {
+    for (std::size_t r = 0; r < v1.instances[i].repetitions.size(); ++r) {
+      const auto& stored = v2["instances"][i]["repetitions"][r]["details"];
+      if (!stored.contains("histogram")) continue;
+      ++histograms;
+      EXPECT_FALSE(stored["histogram"].contains("buckets"));
+      const auto& runs = stored["histogram"].at("bucket_runs");
+      std::size_t buckets = 0;
+      for (const auto& run : runs) buckets += run.size() - 2;
+      const auto& original = v1.instances[i].repetitions[r].details["histogram"]["buckets"];
+      EXPECT_EQ(buckets, original.size());
+      EXPECT_LT(runs.size(), original.size()) << "adjacent buckets of one width share a run";
+      EXPECT_LT(runs.dump().size(), original.dump().size());
+    }
+  }
+  EXPECT_EQ(histograms, 3u) << "the fixture's wakeup instance has three repetitions";
 }
 
 // The quick suite's numbers are in the README (run under flock) and its quarter is checked on a real run
@@ -161,6 +179,18 @@ TEST(BundleFormat, SchedstatDeltasAreTabulatedAndComeBack) {
   EXPECT_FALSE(schedstat.contains("cpus"));
   EXPECT_EQ(schedstat.at("cpu_table").at("domains").at("rows").size(), 2u);
   EXPECT_EQ(expand_bundle(compact, "x.json"), bundle);
+}
+
+// Bounds a run cannot give back exactly (0.1 + 2 x 0.1 is not 0.3 in binary) stay as they are.
+TEST(BundleFormat, HistogramRunsGiveBackTheirBoundsExactly) {
+  json bundle = to_json(load_bundle(v1_fixtures()[0]));
+  auto& details = bundle["instances"][0]["repetitions"][0]["details"];
+  const json odd = {{0.1, 0.2, 3u}, {0.2, 0.3, 1u}, {0.3, 0.4, 2u}, {7.0, 8.0, 1u}, {8.0, 9.0, 5u}};
+  details["histogram"] = {{"unit", "us"}, {"buckets", odd}, {"count", 12u}};
+  const json compact = compact_bundle(bundle);
+  EXPECT_EQ(expand_bundle(compact, "x.json"), bundle);
+  EXPECT_EQ(compact["instances"][0]["repetitions"][0]["details"]["histogram"].at("bucket_runs").back(),
+            json({7.0, 1.0, 1u, 5u}));
 }
 
 TEST(BundleFormat, AMalformedCompactPartIsNamedByItsPath) {
