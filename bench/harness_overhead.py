@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """The harness's own overhead: the yield workload through `schedlab run` against the bare C loop
-of the same yields (bench/bare_yield.c), rounds interleaved so that host drift hits both alike.
+of the same yields (bench/bare_yield.c), rounds interleaved so that host drift hits both alike; and what
+the perf counters cost timed repetitions (issue #22), with counters on (the default: per CPU on the
+workload's CPUs) against --no-counters in the same round.
 
 Cases (ns per yield, median over rounds of the per-round ratio schedlab / bare):
   alone          1 thread, 1,000,000 yields, unpinned: an uncontended yield never switches
-  switch-heavy   2 threads on one CPU, each yield switches: counters on (per CPU on the repetition's
-                 cgroup, the default), counters per task (--counter-scope task, what `perf stat` does),
+  switch-heavy   2 threads on one CPU, each yield switches: counters on (the default, --counter-scope system),
+                 per cgroup (--counter-scope cgroup), per task (--counter-scope task, what `perf stat` does),
                  and --no-counters; and the peer's own cost: the bare loop under `perf stat` (per task)
                  and `perf stat -a` (system wide) with the same software events
+Counters on / --no-counters, same round: alone and switch-heavy (yield), and tbench ops/s (2 s runs).
+Then what the default counts (--attribution cgroup: a diagnostic repetition counted on the workload's
+cgroup, compared with the timed repetitions' counts on the CPUs): context switches and task clock of the
+switch-heavy loop and of one yielder pinned alone; and a hog on the loop's CPU, which must be flagged
+`contaminated` with its share.
 
-Usage: bench/harness_overhead.py [--rounds N] [--build DIR]      (target: every ratio within 3%)
+Usage: bench/harness_overhead.py [--rounds N] [--build DIR] [--skip-tbench]     (target: every ratio within 3%)
 """
 import argparse
 import glob
@@ -39,31 +46,87 @@ def bare_cmd(cmd):
     return float(dict(kv.split("=") for kv in out.split())["ns_per_yield"])
 
 
-def schedlab(binary, params, extra=()):
+def run_bundle(binary, workload, params, extra=()):
+    """One `schedlab run` of `workload` (KEY=VALUE params); returns its bundle."""
     with tempfile.TemporaryDirectory() as out:
-        cmd = [binary, "run", "--workload", "yield", "--repetitions", "1", "--settle-timeout", "0", "--seed", "1",
+        cmd = [binary, "run", "--workload", workload, "--repetitions", "1", "--settle-timeout", "0", "--seed", "1",
                "--out", out, *extra]
         for p in params:
-            cmd += ["--param", "yield." + p]
+            cmd += ["--param", f"{workload}.{p}"]
         subprocess.run(cmd, check=True, capture_output=True)
         (path,) = glob.glob(os.path.join(out, "*.json"))
         with open(path) as f:
-            rep = json.load(f)["instances"][0]["repetitions"][0]
-        assert rep["status"] == "ok", rep
-        return rep["metrics"]["ns_per_yield"]["value"]
+            return json.load(f)
+
+
+def schedlab(binary, params, extra=()):
+    rep = run_bundle(binary, "yield", params, extra)["instances"][0]["repetitions"][0]
+    assert rep["status"] == "ok", rep
+    return rep["metrics"]["ns_per_yield"]["value"]
+
+
+def tbench(binary, extra=()):
+    rep = run_bundle(binary, "tbench", ["duration_s=2"], extra)["instances"][0]["repetitions"][0]
+    assert rep["status"] == "ok", rep
+    return rep["metrics"]["ops_s"]["value"]
+
+
+def counted(binary, params, repetitions=3, hog_cpu=None):
+    """Timed repetitions counted on the CPUs and a diagnostic one on the cgroup; with a hog on `hog_cpu`."""
+    hog = None
+    if hog_cpu is not None:
+        hog = subprocess.Popen(["taskset", "-c", str(hog_cpu), "sh", "-c", "while :; do :; done"])
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            cmd = [binary, "run", "--workload", "yield", "--repetitions", str(repetitions), "--settle-timeout", "0",
+                   "--seed", "1", "--attribution", "cgroup", "--out", out]
+            for p in params:
+                cmd += ["--param", "yield." + p]
+            subprocess.run(cmd, check=True, capture_output=True)
+            (path,) = glob.glob(os.path.join(out, "*.json"))
+            with open(path) as f:
+                inst = json.load(f)["instances"][0]
+    finally:
+        if hog:
+            hog.kill()
+            hog.wait()
+    return inst["repetitions"], inst["diagnostics"][0]
+
+
+def agreement(binary, name, params, rounds):
+    """Median over rounds of timed (on CPUs) / diagnostic (on the cgroup) counts."""
+    events = {"perf::CONTEXT-SWITCHES": [], "perf::TASK-CLOCK": []}
+    shares = []
+    for _ in range(rounds):
+        timed, diag = counted(binary, params)
+        for ev in events:
+            t = statistics.median(r["counters"][ev]["value"] for r in timed)
+            d = diag["counters"][ev]["value"]
+            assert diag["counters"][ev]["scope"] == "cgroup", diag["counters"][ev]
+            assert all(r["counters"][ev]["scope"] == "system-cpus" for r in timed)
+            events[ev].append(t / d)
+        shares += [r["counter_window"].get("other_share", float("nan")) for r in timed]
+    for ev, ratios in events.items():
+        print(f"  {name:<34} {ev:<24} timed (CPUs) / diagnostic (cgroup): median {statistics.median(ratios):.3f} "
+              f"over {len(ratios)} rounds ({min(ratios):.3f}..{max(ratios):.3f})")
+    print(f"  {name:<34} other tasks' share of the counted CPUs' busy time: median {statistics.median(shares):.4f}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    ap.add_argument("--skip-tbench", action="store_true")
     a = ap.parse_args()
     sl, by = os.path.join(a.build, "schedlab"), os.path.join(a.build, "bench", "bare_yield")
     cpu = sorted(os.sched_getaffinity(0))[0]
     heavy = ["threads=2", "yields=200000", "placement=same-cpu"]
     cases = {
         "alone (1M yields), counters on": (lambda: schedlab(sl, []), lambda: bare(by, [1000000])),
+        "alone (1M yields), --no-counters": (lambda: schedlab(sl, [], ["--no-counters"]), lambda: bare(by, [1000000])),
         "switch-heavy (2 yielders, 1 CPU), counters on": (lambda: schedlab(sl, heavy), lambda: bare(by, [200000, 2, cpu])),
+        "switch-heavy (2 yielders, 1 CPU), --counter-scope cgroup": (
+            lambda: schedlab(sl, heavy, ["--counter-scope", "cgroup"]), lambda: bare(by, [200000, 2, cpu])),
         "switch-heavy (2 yielders, 1 CPU), --counter-scope task": (
             lambda: schedlab(sl, heavy, ["--counter-scope", "task"]), lambda: bare(by, [200000, 2, cpu])),
         "switch-heavy (2 yielders, 1 CPU), --no-counters": (
@@ -76,24 +139,53 @@ def main():
     }
     ratios = {name: [] for name in cases}
     values = {name: ([], []) for name in cases}
+    on_off = {"alone (yield)": [], "switch-heavy (yield)": [], "tbench ops/s": []}
     for r in range(a.rounds):
-        for name, (ours, peer) in cases.items():
-            b1, s, b2 = peer(), ours(), peer()  # the peer on both sides of ours
+        ours = {}
+        for name, (run_ours, peer) in cases.items():
+            b1, s, b2 = peer(), run_ours(), peer()  # the peer on both sides of ours
             b = (b1 + b2) / 2
             ratios[name].append(s / b)
             values[name][0].append(s)
             values[name][1].append(b)
+            ours[name] = s
+        # ns per yield: off / on is the slowdown; tbench ops/s: off / on too (higher is better there).
+        on_off["alone (yield)"].append(ours["alone (1M yields), counters on"] / ours["alone (1M yields), --no-counters"])
+        on_off["switch-heavy (yield)"].append(ours["switch-heavy (2 yielders, 1 CPU), counters on"] /
+                                              ours["switch-heavy (2 yielders, 1 CPU), --no-counters"])
+        if not a.skip_tbench:
+            first_on = r % 2 == 0
+            x = tbench(sl) if first_on else None
+            off = tbench(sl, ["--no-counters"])
+            on = x if first_on else tbench(sl)
+            on_off["tbench ops/s"].append(off / on)
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
-    print(f"{'case':<50} {'measured ns':>12} {'bare ns':>10} {'median ratio':>13} {'q1':>7} {'q3':>7}")
-    worst = 0.0
+    print(f"{'case':<58} {'measured ns':>12} {'bare ns':>10} {'median ratio':>13} {'q1':>7} {'q3':>7}")
     for name in cases:
         m = statistics.median(ratios[name])
-        if not name.startswith("peer") and "counter-scope task" not in name:  # the defaults and --no-counters
-            worst = max(worst, abs(m - 1))
         q1, _, q3 = statistics.quantiles(ratios[name], n=4)
-        print(f"{name:<50} {statistics.median(values[name][0]):>12.1f} {statistics.median(values[name][1]):>10.1f} "
+        print(f"{name:<58} {statistics.median(values[name][0]):>12.1f} {statistics.median(values[name][1]):>10.1f} "
               f"{m:>13.3f} {q1:>7.3f} {q3:>7.3f}")
-    print(f"worst median overhead of schedlab: {worst * 100:.1f}% (target 3%); q1/q3: quartiles of the per-round ratios")
+    print("\nwhat the default counters cost the timed result, per round in one run (slowdown: >1 is slower)")
+    worst = 0.0
+    for name, rs in on_off.items():
+        if not rs:
+            continue
+        m = statistics.median(rs)
+        worst = max(worst, m)
+        q1, _, q3 = statistics.quantiles(rs, n=4)
+        print(f"  {name:<24} counters on vs --no-counters: median {m:.3f} (q1 {q1:.3f}, q3 {q3:.3f}) over {len(rs)} rounds")
+    print(f"worst median slowdown from counters on: {(worst - 1) * 100:+.1f}% (target <= 3%)")
+
+    print("\nwhat the default counts: timed repetitions on the CPUs against the diagnostic repetition on the cgroup")
+    agreement(sl, "switch-heavy (2 yielders, 1 CPU)", heavy, 5)
+    agreement(sl, "one yielder pinned alone", ["threads=1", "yields=1000000", "placement=same-cpu"], 5)
+    timed, _ = counted(sl, heavy, hog_cpu=cpu)
+    for i, rep in enumerate(timed):
+        w = rep["counter_window"]
+        flags = sorted({str(c.get("contaminated", False)) for c in rep["counters"].values() if c.get("scope") == "system-cpus"})
+        print(f"  with a hog on CPU {cpu}: repetition {i + 1}: other_share {w.get('other_share', float('nan')):.3f}, "
+              f"window contaminated {w.get('contaminated')}, counters contaminated {'/'.join(flags)}")
 
 
 if __name__ == "__main__":

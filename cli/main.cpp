@@ -60,6 +60,7 @@ struct RunArgs {
   std::string out = "results";
   std::string isolation = "auto";
   std::string counter_scope = "auto";
+  std::string attribution;
   std::string cache_dir;
   bool profile = false;
   std::string profile_event = "cpu-clock";
@@ -153,6 +154,14 @@ RunPlan make_plan(const RunArgs& a) {
   plan.diagnostics.profile_options.frequency_hz = a.profile_frequency_hz;
   plan.diagnostics.profile_options.scope = parse_profile_scope(a.profile_scope);
   plan.diagnostics.trace = a.trace;
+  if (!a.attribution.empty()) {
+    const auto scope = parse_counter_scope(a.attribution);
+    if (scope != CounterScope::kCgroup && scope != CounterScope::kTaskTree)
+      throw InputError("--attribution " + a.attribution +
+                       ": the workload alone is counted per cgroup or per task "
+                       "(cgroup | task)");
+    plan.diagnostics.attribution = scope;
+  }
   plan.environment = a.environment;
   plan.configuration_key = a.configuration_key;
   return plan;
@@ -210,9 +219,10 @@ int cmd_experiment(const RunArgs& args, const std::optional<RunArgs>& b_args = s
   if (args.target_mde_pct && args.trials_given)
     throw InputError("--trials and --target-mde: give one (a target plans the number of trials)");
   if (args.workloads.empty()) throw InputError("--versus: name the workload (--workload NAME)");
-  if (args.profile || args.trace)
+  if (args.profile || args.trace || !args.attribution.empty())
     throw InputError(
-        "--versus: --profile and --trace are not part of experiments yet; run them on each side");
+        "--versus: --profile, --trace and --attribution are not part of experiments yet; run them on each "
+        "side");
   RunArgs a = args;
   if (!a.repetitions_given || a.repetitions_auto) {
     // Trials, not repetitions, are what an experiment replicates: a few repetitions each.
@@ -546,8 +556,14 @@ int run_cli(int argc, char** argv) {
       "Where schedlab-scx and the NAME.bpf.o sched_ext schedulers are (default: BUILD/schedulers)");
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
   run->add_option("--counter-scope", run_args.counter_scope,
-                  "auto: count per CPU on the repetition's cgroup when it has one; task: per task (inherit)")
+                  "Where timed repetitions are counted: system (per CPU on the workload's CPUs, every task "
+                  "there: no cost at context switches; what else ran is measured and flagged), cgroup (per "
+                  "CPU on the repetition's cgroup), task (per task, inherited: what perf stat does); auto: "
+                  "system, or task where counting on CPUs is not permitted")
       ->default_val("auto");
+  run->add_option("--attribution", run_args.attribution,
+                  "cgroup | task: one more diagnostic repetition per instance and trial, counted on the "
+                  "workload alone, for exact per-workload counts (never a timed repetition)");
   run->add_option(
       "--cache-dir", run_args.cache_dir,
       "Where workloads keep generated trees and extracted sources (default /var/cache/schedlab as root, "

@@ -16,8 +16,9 @@ namespace schedlab {
 // the runner could give it a cgroup v2 leaf.
 struct AttachTarget {
   pid_t pid = -1;
-  std::filesystem::path cgroup;  // empty: no cgroup of its own
-  std::vector<int> cpus;         // online CPUs
+  std::filesystem::path cgroup;    // empty: no cgroup of its own
+  std::vector<int> cpus;           // online CPUs
+  std::vector<int> workload_cpus;  // the CPUs the workload may use (Workload::cpus); empty: `cpus`
 };
 
 class Source {
@@ -26,7 +27,8 @@ class Source {
   virtual std::string name() const = 0;
   virtual void attach(const AttachTarget& target) = 0;  // the process waits before its workload
   virtual void enable() = 0;
-  virtual void collect(Repetition& rep) = 0;  // after the tree exited
+  // After the tree exited and was reaped (rep.rusage holds its CPU time), before its cgroup goes.
+  virtual void collect(Repetition& rep) = 0;
 };
 
 }  // namespace schedlab

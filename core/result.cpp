@@ -19,6 +19,9 @@ json to_json(const CounterReading& c) {
     j["time_enabled_ns"] = c.time_enabled_ns;
     j["time_running_ns"] = c.time_running_ns;
     j["scaled"] = c.multiplexed();
+    if (c.multiplexed()) j["scaling"] = c.scaling();
+    if (c.foreign_share >= 0) j["foreign_share"] = c.foreign_share;
+    if (c.contaminated) j["contaminated"] = true;
   } else {
     if (c.error_number != 0) j["errno"] = c.error_number;
     j["reason"] = c.reason;
@@ -26,6 +29,7 @@ json to_json(const CounterReading& c) {
   if (!c.encoding.empty()) j["encoding"] = c.encoding;
   if (!c.note.empty()) j["note"] = c.note;
   if (!c.scope.empty()) j["scope"] = c.scope;
+  if (!c.cost.empty()) j["cost"] = c.cost;
   return j;
 }
 
@@ -44,6 +48,7 @@ json to_json(const Repetition& r) {
   if (!r.profile.empty()) j["profile"] = r.profile;
   if (!r.trace.empty()) j["trace"] = r.trace;
   if (!r.kernel.empty()) j["kernel"] = r.kernel;
+  if (!r.counter_window.empty()) j["counter_window"] = r.counter_window;
   return j;
 }
 
@@ -85,6 +90,8 @@ CounterReading counter_from_json(const JsonCursor& c) {
     r.unit = c.string("unit");
     r.time_enabled_ns = static_cast<std::uint64_t>(c.integer("time_enabled_ns", 0));
     r.time_running_ns = static_cast<std::uint64_t>(c.integer("time_running_ns", 0));
+    if (c.has("foreign_share")) r.foreign_share = c.number("foreign_share");
+    r.contaminated = c.boolean("contaminated", false);
   } else {
     if (c.has("errno")) r.error_number = static_cast<int>(c.integer("errno", 0));
     r.reason = c.optional_string("reason");
@@ -92,6 +99,7 @@ CounterReading counter_from_json(const JsonCursor& c) {
   r.encoding = c.optional_string("encoding");
   r.note = c.optional_string("note");
   r.scope = c.optional_string("scope");
+  r.cost = c.optional_string("cost");
   return r;
 }
 
@@ -125,6 +133,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.profile = optional_object(c, "profile");
   r.trace = optional_object(c, "trace");
   r.kernel = optional_object(c, "kernel");
+  r.counter_window = optional_object(c, "counter_window");
   add_per_operation_counters(r);
   return r;
 }

@@ -39,10 +39,20 @@ struct CounterReading {
   std::string reason;    // for unsupported / not-counted: what failed and what to do
   std::string encoding;  // libpfm4's canonical form of the event
   std::string note;      // e.g. a software switch event counted without kernel level
-  std::string scope;     // "cgroup" (per-CPU events on the repetition's cgroup) or "task-tree"
+  // "system-cpus" (every task on the workload's CPUs), "cgroup" (per CPU on the repetition's cgroup),
+  // "task-tree" (per task, inherited); "system" for the /proc readings of SystemStatsSource.
+  std::string scope;
+  std::string cost;           // perf counters: "constant" or "per-switch" (what counting costs a switch)
+  double foreign_share = -1;  // system-cpus: other tasks' share of the counted CPUs' busy time; -1: n/a
+  bool contaminated = false;  // foreign_share above the window's threshold: not the workload's count alone
 
   bool ok() const { return status == status::kOk; }
   bool multiplexed() const { return ok() && time_running_ns < time_enabled_ns; }
+  // time_enabled / time_running: what a multiplexed count was multiplied by (1 when never multiplexed).
+  double scaling() const {
+    return time_running_ns > 0 ? static_cast<double>(time_enabled_ns) / static_cast<double>(time_running_ns)
+                               : 0;
+  }
 };
 
 struct Repetition {
@@ -58,8 +68,10 @@ struct Repetition {
   nlohmann::json isolation = nlohmann::json::object();  // cgroup leaf or process group, cpu.stat
   nlohmann::json details = nlohmann::json::object();    // workload-specific extras
   nlohmann::json system = nlohmann::json::object();     // per-CPU /proc deltas (SystemStatsSource)
-  nlohmann::json profile = nlohmann::json::object();    // per-symbol sample histogram (ProfileSource)
-  nlohmann::json trace = nlohmann::json::object();      // per-task scheduler trace summary (TraceSource)
+  // What ran on the CPUs that system-cpus counters counted (collector/perf/cpu_window.hpp); {} otherwise.
+  nlohmann::json counter_window = nlohmann::json::object();
+  nlohmann::json profile = nlohmann::json::object();  // per-symbol sample histogram (ProfileSource)
+  nlohmann::json trace = nlohmann::json::object();    // per-task scheduler trace summary (TraceSource)
   // The kernel's state around the repetition (taint, clocksource before and after; see
   // kernel_state_change in collector/sysinfo): a WARN or a clocksource switch during it shows here.
   nlohmann::json kernel = nlohmann::json::object();

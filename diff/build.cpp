@@ -303,11 +303,18 @@ MetricDiff metric_row(const std::string& name, const std::string& kind, const st
   m.base = side_stats(base_trials);
   m.tail = is_tail_metric(name);
   m.trends.push_back(trend_of(data[0].side->name, base_trials, o.trend_alpha));
+  auto note_quality = [&](const std::string& side, const InstanceSamples& samples) {
+    if (kind != "counter") return;
+    auto q = samples.counter_quality.find(name);
+    m.quality.emplace_back(side, q != samples.counter_quality.end() ? q->second : CounterQuality{});
+  };
+  note_quality(data[0].side->name, base);
   for (std::size_t i = 1; i < data.size(); ++i) {
     const auto* s = data[i].find(key);
     if (!s) continue;
     const auto* t = find_trials(kind == "counter" ? s->counters : s->metrics, name);
     if (!t) continue;
+    note_quality(data[i].side->name, *s);
     auto test = choose_test(base_trials, *t, pairings[i], base, *s, data[0].side->name, data[i].side->name);
     m.comparisons.push_back(compare(data[i].side->name, *t, test, unit, o));
     if (kind == "counter") judge_noise(m.base, m.comparisons.back());

@@ -11,6 +11,7 @@
 #include "core/metric.hpp"
 #include "diff/diagnostics_diff.hpp"
 #include "diff/profile_diff.hpp"
+#include "diff/samples.hpp"
 #include "diff/sides.hpp"
 
 namespace schedlab {
@@ -81,6 +82,8 @@ struct Trend {
 
 struct MetricDiff {
   std::string name;
+  // Counters: how each side's readings were taken (base first, then each side with the counter), named.
+  std::vector<std::pair<std::string, CounterQuality>> quality;
   std::string kind;  // "metric" or "counter"
   std::string unit;
   bool has_direction = true;  // counters have none

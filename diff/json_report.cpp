@@ -103,15 +103,26 @@ nlohmann::json metric_json(const MetricDiff& m) {
                       {"p_value", number(t.p_value)},
                       {"flagged", t.flagged}});
   }
-  return {{"name", m.name},
-          {"kind", m.kind},
-          {"unit", m.unit},
-          {"direction", m.has_direction ? nlohmann::json(to_string(m.direction)) : nlohmann::json()},
-          {"headline", m.headline},
-          {"tail", m.tail},
-          {"base", stats_json(m.base)},
-          {"comparisons", comparisons},
-          {"trends", trends}};
+  nlohmann::json quality = nlohmann::json::array();
+  for (const auto& [side, q] : m.quality)
+    quality.push_back({{"side", side},
+                       {"repetitions", q.repetitions},
+                       {"multiplexed_repetitions", q.multiplexed},
+                       {"max_scaling", number(q.max_scaling)},
+                       {"contaminated_repetitions", q.contaminated},
+                       {"max_foreign_share", number(q.max_foreign_share)}});
+  nlohmann::json j = {
+      {"name", m.name},
+      {"kind", m.kind},
+      {"unit", m.unit},
+      {"direction", m.has_direction ? nlohmann::json(to_string(m.direction)) : nlohmann::json()},
+      {"headline", m.headline},
+      {"tail", m.tail},
+      {"base", stats_json(m.base)},
+      {"comparisons", comparisons},
+      {"trends", trends}};
+  if (m.kind == "counter") j["quality"] = quality;
+  return j;
 }
 
 nlohmann::json instance_json(const InstanceDiff& in) {

@@ -77,6 +77,12 @@ std::string instance_details(const InstanceDiff& in, const DiffResult& diff) {
                      "(exploratory; `--all` shows every one).\n\n",
                      shown, total);
     if (shown > 0) out += table_markdown(counters_table(in, diff, 0)) + "\n";
+    for (const auto* m : counters_shown(in, diff.options.all_counters))
+      for (const auto& note : counter_quality_notes(*m)) out += "- " + escaped(note) + "\n";
+    if (const auto marked = hidden_marked_counters(in, diff.options.all_counters); marked > 0)
+      out +=
+          fmt::format("- {} counter{} not shown multiplexed or contaminated on a side (`--all` shows them)\n",
+                      marked, marked == 1 ? "" : "s");
   }
   for (const auto& f : in.failures)
     if (f.failed > 0)

@@ -57,6 +57,8 @@ std::string interval_value(const Comparison& c, bool brief) {
 
 std::string verdict_label(const Comparison& c, bool brief) {
   if (c.verdict == "inconclusive") {
+    // No MDE where none applies (a verdict withheld, as for an emulated guest): the details say why.
+    if (brief && !std::isfinite(c.mde)) return c.verdict;
     auto mde = std::isfinite(c.mde) ? effect_value(c.mde, c.effect_unit, brief) : std::string("n/a");
     if (!mde.empty() && mde[0] == '+') mde.erase(0, 1);
     return c.verdict + " (MDE " + mde + ")";
@@ -199,6 +201,31 @@ std::vector<const MetricDiff*> counters_shown(const InstanceDiff& in, bool all) 
     return counter_size(*a) > counter_size(*b);
   });
   return out;
+}
+
+std::vector<std::string> counter_quality_notes(const MetricDiff& m) {
+  std::vector<std::string> out;
+  for (const auto& [side, q] : m.quality) {
+    if (q.multiplexed > 0)
+      out.push_back(
+          fmt::format("{} on {}: multiplexed in {}/{} repetitions, scaled up to x{:.2f} (time enabled / "
+                      "running): an estimate",
+                      m.name, side, q.multiplexed, q.repetitions, q.max_scaling));
+    if (q.contaminated > 0)
+      out.push_back(
+          fmt::format("{} on {}: contaminated in {}/{} repetitions: other tasks had up to {:.1f}% of "
+                      "the counted CPUs' busy time",
+                      m.name, side, q.contaminated, q.repetitions, 100 * q.max_foreign_share));
+  }
+  return out;
+}
+
+std::size_t hidden_marked_counters(const InstanceDiff& in, bool all) {
+  if (all) return 0;
+  std::size_t n = 0;
+  for (const auto* m : counters_shown(in, true))
+    if (!moved(*m) && !counter_quality_notes(*m).empty()) ++n;
+  return n;
 }
 
 std::size_t counters_total(const InstanceDiff& in) {

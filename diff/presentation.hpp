@@ -15,7 +15,7 @@ std::string effect_value(double v, const std::string& effect_unit, bool brief = 
 // "[+1.2, +20.1]": the interval at the level the test achieves, the unit given by the change beside it.
 std::string interval_value(const Comparison& c, bool brief = false);
 // The verdict as printed: "inconclusive (MDE 12%)", "too few runs (one trial)", "worse" ...; `brief`
-// leaves out why too few (the warnings and the details say it).
+// leaves out why too few (the warnings and the details say it) and an MDE that does not apply.
 std::string verdict_label(const Comparison& c, bool brief = false);
 
 // What a table calls side `i`: its name, or with two sides "base" and "other" when a name is longer
@@ -55,6 +55,13 @@ std::vector<SummaryLine> summary_lines(const DiffResult& diff);
 // come from, only those whose change lies outside the noise of their repetitions unless `all`, ranked
 // by the size of the change (the largest first; with `all`, the moved ones first).
 std::vector<const MetricDiff*> counters_shown(const InstanceDiff& in, bool all);
+// How the shown counter `m` was read where that makes it an estimate or not the workload's alone (#22):
+// "perf::CYCLES on k61: multiplexed in 1/3 repetitions, scaled up to x2.00 (time enabled / running): an
+// estimate", "... contaminated in 3/3 repetitions: other tasks had up to 41.0% of the counted CPUs' busy
+// time"; none for a counter read plainly.
+std::vector<std::string> counter_quality_notes(const MetricDiff& m);
+// Of the counter rows not shown by default, how many carry such a mark on some side.
+std::size_t hidden_marked_counters(const InstanceDiff& in, bool all);
 // Counter rows of an instance in all (moved or not), per-operation copies counted once.
 std::size_t counters_total(const InstanceDiff& in);
 

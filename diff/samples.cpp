@@ -58,6 +58,16 @@ std::vector<std::pair<std::string, InstanceSamples>> side_samples(const Side& si
           if (!c.ok()) continue;
           append(s.counters, name, trial_tag, slot, c.value);
           s.counter_units[name] = c.unit;
+          auto& q = s.counter_quality[name];
+          ++q.repetitions;
+          if (c.multiplexed()) {
+            ++q.multiplexed;
+            q.max_scaling = std::max(q.max_scaling, c.scaling());
+          }
+          if (c.contaminated) {
+            ++q.contaminated;
+            q.max_foreign_share = std::max(q.max_foreign_share, c.foreign_share);
+          }
         }
       }
     }

@@ -28,6 +28,18 @@ struct TrialId {
   std::size_t total = 0;
 };
 
+// How a side's readings of one counter were taken, for the diff to mark: multiplexed readings were
+// scaled up from part of the window (time_enabled / time_running), contaminated ones counted other tasks
+// beyond the threshold (counting on the CPUs).
+struct CounterQuality {
+  std::size_t repetitions = 0;
+  std::size_t multiplexed = 0;
+  double max_scaling = 1;
+  std::size_t contaminated = 0;
+  double max_foreign_share = 0;
+  bool marked() const { return multiplexed > 0 || contaminated > 0; }
+};
+
 struct InstanceSamples {
   const Instance* first = nullptr;   // for id, params, metric_info, version
   std::vector<const Instance*> all;  // every trial's copy (diagnostic repetitions, profiles)
@@ -35,6 +47,7 @@ struct InstanceSamples {
   std::map<std::string, std::vector<TrialValues>> metrics;
   std::map<std::string, std::vector<TrialValues>> counters;
   std::map<std::string, std::string> counter_units;
+  std::map<std::string, CounterQuality> counter_quality;
   std::size_t failed = 0;
   std::size_t total = 0;
 };

@@ -118,7 +118,15 @@ std::string counters_text(const InstanceDiff& in, const DiffResult& diff, const 
                              "(exploratory; --all shows every one)",
                              shown, total),
                  l, 4);
-  return shown == 0 ? out : out + counters_table(in, diff, 2).text(l.width);
+  if (shown > 0) out += counters_table(in, diff, 2).text(l.width);
+  for (const auto* m : counters_shown(in, diff.options.all_counters))
+    for (const auto& note : counter_quality_notes(*m)) out += para("    ", note, l, 6);
+  if (const auto marked = hidden_marked_counters(in, diff.options.all_counters); marked > 0)
+    out += para("    ",
+                fmt::format("{} counter{} not shown multiplexed or contaminated on a side (--all shows them)",
+                            marked, marked == 1 ? "" : "s"),
+                l, 6);
+  return out;
 }
 
 std::string diagnostic_text(const DiagnosticTable& d, const DiffResult& diff, const TextLayout& l) {

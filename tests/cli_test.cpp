@@ -49,6 +49,10 @@ TEST(Cli, BadInputIsOneClearLineExitTwoAndNothingWritten) {
     expect_bad_input("run --workload yield --param yield.placement=smt-sibling",
                      "placement smt-sibling is not possible here");
   expect_bad_input("run --workload yield --repetitions 0", "--repetitions must be at least 1");
+  expect_bad_input("run --workload yield --counter-scope everywhere",
+                   "counter scope 'everywhere' is not one of auto, system, cgroup, task");
+  expect_bad_input("run --workload yield --attribution system",
+                   "--attribution system: the workload alone is counted per cgroup or per task");
   expect_bad_input("run --bogus-flag", "bogus-flag");
 }
 
@@ -81,6 +85,46 @@ TEST(Cli, AnEventThatEncodesButDoesNotOpenIsRecordedNotRefused) {
     EXPECT_NE(cycles.reason.find("perf_event_open"), std::string::npos) << cycles.reason;
   }
   EXPECT_TRUE(counters.at("perf::TASK-CLOCK").ok()) << counters.at("perf::TASK-CLOCK").reason;
+}
+
+// #22: timed repetitions are counted on the workload's CPUs (a constant cost, what else ran there measured);
+// --attribution adds a diagnostic repetition counted on the workload's cgroup, never a timed one.
+TEST(Cli, TimedRepetitionsCountOnTheCpusAndAttributionCountsTheCgroupApart) {
+  TempDir dir;
+  auto o = schedlab(
+      "run --workload yield --repetitions 2 --settle-timeout 0 --param yield.yields=20000 "
+      "--param yield.placement=same-cpu --attribution cgroup --out " +
+      dir.path().string());
+  ASSERT_EQ(o.code, 0) << o.out;
+  const auto files = files_in(dir.path());
+  ASSERT_EQ(files.size(), 1u) << o.out;
+  const auto bundle = load_bundle(files[0]);
+  const auto& in = bundle.instances.at(0);
+  ASSERT_EQ(in.repetitions.size(), 2u);
+  for (const auto& rep : in.repetitions) {
+    const auto& cs = rep.counters.at("perf::CONTEXT-SWITCHES");
+    ASSERT_TRUE(cs.ok()) << cs.reason;
+    EXPECT_EQ(cs.scope, "system-cpus");
+    EXPECT_EQ(cs.cost, "constant");
+    EXPECT_GE(cs.foreign_share, 0);
+    // same-cpu pins the one yielder: only its CPU is counted.
+    ASSERT_TRUE(rep.counter_window.contains("cpus")) << rep.counter_window;
+    EXPECT_EQ(rep.counter_window["cpus"].size(), 1u) << rep.counter_window;
+    EXPECT_GT(rep.counter_window.value("workload_s", 0.0), 0) << rep.counter_window;
+    EXPECT_EQ(rep.counter_window.value("workload_source", ""), "cgroup cpu.stat usage_usec")
+        << rep.counter_window;
+  }
+  ASSERT_EQ(in.diagnostics.size(), 1u);
+  const auto& diag = in.diagnostics[0];
+  ASSERT_TRUE(diag.ok()) << diag.reason;
+  const auto& cs = diag.counters.at("perf::CONTEXT-SWITCHES");
+  EXPECT_EQ(cs.scope, "cgroup");
+  EXPECT_EQ(cs.cost, "per-switch");
+  EXPECT_TRUE(diag.counter_window.empty());
+  EXPECT_EQ(in.instrumentation["diagnostic"]["attribution"], "cgroup");
+  EXPECT_EQ(in.instrumentation["timed"]["counter_scope"], "auto");
+  // The diagnostic repetition never enters the statistics: `show` and `diff` read the timed ones.
+  EXPECT_EQ(bundle.instances.size(), 1u);
 }
 
 // `show` takes what `diff` takes: a directory of trials (real captures, named -trial0/-trial1 before

@@ -1,5 +1,9 @@
 // schedlab diff on real bundles: verdicts, exit codes, and refusals of inputs that do not compare.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstdio>
@@ -227,6 +231,69 @@ TEST_F(Diff, AChangeOfMeasuringMethodIsListedAndRefusedUnlessForced) {
   EXPECT_NE(o.out.find("method.counters"), std::string::npos) << o.out;
   auto text = testing::unwrapped(schedlab("diff --force " + base_ + " " + cgroup).out);
   EXPECT_NE(text.find("method        method.counters"), std::string::npos) << text;
+}
+
+// #22: counting on the workload's CPUs counts whatever else runs there. A side run beside a hog on the
+// loop's CPU is marked contaminated with the hog's share; a multiplexed count is marked as the estimate it
+// is (no PMU here multiplexes: the scaling is set on a real bundle's counter, and said so).
+TEST_F(Diff, CountsTakenBesideAHogAreMarkedContaminatedAndMultiplexedOnesAsEstimates) {
+  const std::string run =
+      "run --workload yield --param yield.yields=20000 --param yield.placement=same-cpu --repetitions 3 "
+      "--trials 2 --seed 5 --settle-timeout 0 ";
+  auto clean = (dir_->path() / "counted-clean").string(), noisy = (dir_->path() / "counted-noisy").string();
+  ASSERT_EQ(schedlab(run + "--out " + clean).code, 0);
+  {
+    // A hog on every CPU, so whichever the loop is pinned to has one.
+    std::vector<pid_t> hogs;
+    for (int i = 0; i < 2; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        volatile unsigned long x = 0;
+        for (;;) x = x + 1;
+      }
+      hogs.push_back(pid);
+    }
+    auto o = schedlab(run + "--out " + noisy);
+    for (pid_t pid : hogs) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    ASSERT_EQ(o.code, 0) << o.out;
+  }
+  auto o = schedlab("diff --json " + clean + " " + noisy);
+  ASSERT_EQ(o.code, 0) << o.out;
+  auto j = nlohmann::json::parse(o.out);
+  bool marked = false;
+  for (const auto& m : j["instances"][0]["metrics"]) {
+    if (m["kind"] != "counter" || m["name"] != "perf::CONTEXT-SWITCHES") continue;
+    for (const auto& q : m["quality"]) {
+      if (q["side"] != j["sides"][1]["name"]) continue;
+      marked = q["contaminated_repetitions"].get<int>() > 0;
+      EXPECT_GT(q["max_foreign_share"].get<double>(), 0.2) << q;
+    }
+  }
+  EXPECT_TRUE(marked) << o.out;
+  auto text = schedlab("diff " + clean + " " + noisy).out;
+  EXPECT_NE(text.find("contaminated in "), std::string::npos) << text;
+  EXPECT_NE(text.find("of the counted CPUs' busy time"), std::string::npos) << text;
+
+  // One counter of the clean side's first trial, as a PMU with too few counters leaves it: on a counter
+  // half the time it was enabled, scaled by two.
+  auto first = files_in(clean).front();
+  auto b = nlohmann::json::parse(slurp(first));
+  auto& c = b["instances"][0]["repetitions"][0]["counters"]["perf::CONTEXT-SWITCHES"];
+  c["time_running_ns"] = c["time_enabled_ns"].get<std::uint64_t>() / 2;
+  c["value"] = c["raw"].get<double>() * 2;
+  spit(first, b.dump());
+  // #21: the default shows a counter only where it moved, each with its marks; the marked counters it
+  // leaves out are counted, and --all shows them with their marks.
+  text = schedlab("diff " + clean + " " + noisy).out;
+  EXPECT_TRUE(text.find("multiplexed in 1/") != std::string::npos ||
+              text.find("not shown multiplexed or contaminated") != std::string::npos)
+      << text;
+  text = schedlab("diff --all " + clean + " " + noisy).out;
+  EXPECT_NE(text.find("multiplexed in 1/"), std::string::npos) << text;
+  EXPECT_NE(text.find("scaled up to x2.00"), std::string::npos) << text;
 }
 
 // #31.5: the root filesystem a side ran from is in its bundles; a 9p guest against an ext4 host (or the

@@ -201,7 +201,8 @@ TEST(KernbenchRun, ShortRunMetricsAreConsistent) {
 TEST(KernbenchRun, UnitWorkAddsItsCpuTimeToEveryCompilerRun) {
   TempDir root;
   constexpr int kFiles = 4;  // 4 units, main.c, the link: 6 compiler runs
-  constexpr double kMs = 400;  // 2.4 s injected: well above the run-to-run spread of the plain build's own CPU time
+  constexpr double kMs =
+      400;  // 2.4 s injected: well above the run-to-run spread of the plain build's own CPU time
   auto plain = run_kernbench(root.path(), "--param kernbench.files=" + std::to_string(kFiles));
   ASSERT_EQ(plain.cli.code, 0) << plain.cli.out;
   auto worked = run_kernbench(root.path(), "--param kernbench.files=" + std::to_string(kFiles) +

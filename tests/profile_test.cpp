@@ -166,7 +166,7 @@ TEST(Kallsyms, BrokenCopiesNameTheFileAndLine) {
 
 TEST(ProfileSourceTest, AnEventThatDoesNotOpenIsUnsupportedWithItsErrno) {
   ProfileSource source({}, [](perf_event_attr&, pid_t, int, int, unsigned long) { return -ENOENT; });
-  source.attach({::getpid(), {}, {0}});
+  source.attach({::getpid(), {}, {0}, {}});
   source.enable();
   Repetition rep;
   source.collect(rep);

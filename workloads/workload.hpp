@@ -45,6 +45,12 @@ class Workload {
 
   // Runs once, in the runner's child process; throws on failure.
   virtual WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) = 0;
+
+  // The CPUs the instance's tasks may run on: counting on CPUs (the default counter scope) counts
+  // there. All the run's CPUs unless the workload pins every task that does its work.
+  virtual std::vector<int> cpus(const ParamValues& /*params*/, const WorkloadContext& ctx) const {
+    return ctx.allowed_cpus;
+  }
 };
 
 }  // namespace schedlab

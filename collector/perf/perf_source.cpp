@@ -5,9 +5,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
 
@@ -24,7 +26,34 @@ bool is_switch_event(const perf_event_attr& a) {
          (a.config == PERF_COUNT_SW_CONTEXT_SWITCHES || a.config == PERF_COUNT_SW_CPU_MIGRATIONS);
 }
 
+bool is_context_switches(const perf_event_attr& a) {
+  return a.type == PERF_TYPE_SOFTWARE && a.config == PERF_COUNT_SW_CONTEXT_SWITCHES;
+}
+
 }  // namespace
+
+void apply_readouts(CounterReading& r, const std::vector<CountReadout>& readouts) {
+  // Each fd (a CPU) is scaled by its own enabled/running, then they are summed.
+  double value = 0;
+  r.raw = r.time_enabled_ns = r.time_running_ns = 0;
+  for (const auto& x : readouts) {
+    r.raw += x.value;
+    r.time_enabled_ns += x.time_enabled_ns;
+    r.time_running_ns += x.time_running_ns;
+    if (x.time_running_ns > 0)
+      value += x.time_running_ns < x.time_enabled_ns
+                   ? static_cast<double>(x.value) * static_cast<double>(x.time_enabled_ns) /
+                         static_cast<double>(x.time_running_ns)
+                   : static_cast<double>(x.value);
+  }
+  if (r.time_running_ns == 0) {
+    r.status = status::kNotCounted;
+    r.reason = "the event was never scheduled on a counter (time_running = 0)";
+    return;
+  }
+  r.status = status::kOk;
+  r.value = value;
+}
 
 PerfOpener system_perf_opener() {
   return [](perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
@@ -59,12 +88,29 @@ std::string perf_open_advice(int err) {
 
 CounterScope parse_counter_scope(const std::string& text) {
   if (text == "auto") return CounterScope::kAuto;
+  if (text == "system") return CounterScope::kSystem;
+  if (text == "cgroup") return CounterScope::kCgroup;
   if (text == "task") return CounterScope::kTaskTree;
-  throw InputError("counter scope '" + text + "' is not one of auto, task");
+  throw InputError("counter scope '" + text + "' is not one of auto, system, cgroup, task");
 }
 
-PerfSource::PerfSource(std::vector<std::string> events, CounterScope scope, PerfOpener opener)
-    : events_(std::move(events)), scope_(scope), opener_(std::move(opener)) {}
+std::string to_string(CounterScope scope) {
+  switch (scope) {
+    case CounterScope::kAuto:
+      return "auto";
+    case CounterScope::kSystem:
+      return "system";
+    case CounterScope::kCgroup:
+      return "cgroup";
+    case CounterScope::kTaskTree:
+      return "task";
+  }
+  return "?";
+}
+
+PerfSource::PerfSource(std::vector<std::string> events, CounterScope scope, PerfOpener opener,
+                       HostPaths paths)
+    : events_(std::move(events)), scope_(scope), opener_(std::move(opener)), paths_(std::move(paths)) {}
 
 PerfSource::~PerfSource() {
   close_all();
@@ -89,40 +135,63 @@ perf_event_attr counting_attr(const EncodedEvent& ev, bool inherit) {
 
 }  // namespace
 
-bool PerfSource::open_on_cgroup(Counter& c, const AttachTarget& target) {
-  if (target.cgroup.empty() || target.cpus.empty()) return false;
-  int cgroup_fd = ::open(target.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (cgroup_fd < 0) return false;
-  for (int cpu : target.cpus) {
+bool PerfSource::open_per_cpu(Counter& c, int pid_or_cgroup_fd, const std::vector<int>& cpus,
+                              unsigned long flags, const std::string& what) {
+  for (int cpu : cpus) {
     perf_event_attr attr = counting_attr(c.event, false);
-    int fd = opener_(attr, cgroup_fd, cpu, -1, PERF_FLAG_FD_CLOEXEC | PERF_FLAG_PID_CGROUP);
+    int fd = opener_(attr, pid_or_cgroup_fd, cpu, -1, PERF_FLAG_FD_CLOEXEC | flags);
     if (fd < 0) {
       c.open_errno = -fd;
-      c.open_reason = "perf_event_open on cgroup " + target.cgroup.string() + ", CPU " + std::to_string(cpu) +
-                      ": " + errno_text(-fd) + ": " + perf_open_advice(-fd);
+      c.open_reason = "perf_event_open " + what + ", CPU " + std::to_string(cpu) + ": " + errno_text(-fd) +
+                      ": " + perf_open_advice(-fd);
       for (int open_fd : c.fds) ::close(open_fd);
       c.fds.clear();
-      ::close(cgroup_fd);
       return false;
     }
     c.fds.push_back(fd);
   }
-  ::close(cgroup_fd);
-  c.scope = "cgroup";
+  return !cpus.empty();
+}
+
+bool PerfSource::open_on_cpus(Counter& c, const AttachTarget& target) {
+  const auto& cpus = target.workload_cpus.empty() ? target.cpus : target.workload_cpus;
+  if (cpus.empty()) {
+    c.open_errno = EINVAL;
+    c.open_reason = "no CPU to count on was given";
+    return false;
+  }
+  if (!open_per_cpu(c, -1, cpus, 0, "on the workload's CPUs (every task there)")) return false;
+  c.scope = "system-cpus";
   return true;
+}
+
+bool PerfSource::open_on_cgroup(Counter& c, const AttachTarget& target) {
+  if (target.cgroup.empty() || target.cpus.empty()) {
+    c.open_errno = ENOENT;
+    c.open_reason =
+        "counting on the repetition's cgroup needs a cgroup v2 leaf, and this repetition has none "
+        "(isolation: process group)";
+    return false;
+  }
+  int cgroup_fd = ::open(target.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (cgroup_fd < 0) {
+    c.open_errno = errno;
+    c.open_reason = "open " + target.cgroup.string() + ": " + errno_text(errno);
+    return false;
+  }
+  const bool opened =
+      open_per_cpu(c, cgroup_fd, target.cpus, PERF_FLAG_PID_CGROUP, "on cgroup " + target.cgroup.string());
+  ::close(cgroup_fd);
+  if (opened) c.scope = "cgroup";
+  return opened;
 }
 
 bool PerfSource::open_on_task_tree(Counter& c, const AttachTarget& target) {
   perf_event_attr attr = counting_attr(c.event, true);
   int fd = opener_(attr, target.pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
-    const std::string cgroup_error = c.open_reason;
-    const int cgroup_errno = c.open_errno;
     c.open_errno = -fd;
-    c.open_reason = "perf_event_open: " + errno_text(-fd) + ": " + perf_open_advice(-fd);
-    if (!cgroup_error.empty())
-      c.open_reason += cgroup_errno == -fd ? " (per-cgroup counting failed the same way)"
-                                           : " (per-cgroup counting failed too: " + cgroup_error + ")";
+    c.open_reason = "perf_event_open on the task tree: " + errno_text(-fd) + ": " + perf_open_advice(-fd);
     return false;
   }
   c.fds.push_back(fd);
@@ -133,16 +202,51 @@ bool PerfSource::open_on_task_tree(Counter& c, const AttachTarget& target) {
 void PerfSource::attach(const AttachTarget& target) {
   close_all();
   counters_.clear();
+  target_ = target;
+  busy_before_.reset();
   for (const auto& name : events_) {
     Counter c;
     c.event = encode_event(name);
-    if (c.event.encoded && !(scope_ == CounterScope::kAuto && open_on_cgroup(c, target)))
-      open_on_task_tree(c, target);
+    if (c.event.encoded) {
+      switch (scope_) {
+        case CounterScope::kAuto:
+          if (!open_on_cpus(c, target)) {
+            const int cpus_errno = c.open_errno;
+            const std::string cpus_reason = c.open_reason;
+            // Not permitted on CPUs is not permitted per cgroup either: the task tree is what is left.
+            if (open_on_task_tree(c, target))
+              c.fallback_note =
+                  "counted per task, at a cost at every context switch: counting on the CPUs failed (" +
+                  cpus_reason + ")";
+            else if (c.open_errno == cpus_errno)
+              c.open_reason += " (counting on the CPUs failed the same way)";
+            else
+              c.open_reason += " (counting on the CPUs failed too: " + cpus_reason + ")";
+          }
+          break;
+        case CounterScope::kSystem:
+          open_on_cpus(c, target);
+          break;
+        case CounterScope::kCgroup:
+          open_on_cgroup(c, target);
+          break;
+        case CounterScope::kTaskTree:
+          open_on_task_tree(c, target);
+          break;
+      }
+    }
     counters_.push_back(std::move(c));
   }
 }
 
 void PerfSource::enable() {
+  const bool on_cpus = std::any_of(counters_.begin(), counters_.end(),
+                                   [](const Counter& c) { return c.scope == "system-cpus"; });
+  if (on_cpus) {
+    const auto& cpus = target_.workload_cpus.empty() ? target_.cpus : target_.workload_cpus;
+    busy_before_ = read_cpu_busy(paths_, cpus, busy_why_);
+    enabled_at_s_ = monotonic_seconds();
+  }
   for (auto& c : counters_)
     for (int fd : c.fds)
       if (::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)
@@ -153,14 +257,14 @@ CounterReading PerfSource::read(Counter& c) const {
   CounterReading r;
   r.encoding = c.event.canonical;
   r.scope = c.scope;
+  r.cost = c.scope.empty() ? "" : c.scope == "system-cpus" ? "constant" : "per-switch";
   if (!c.event.encoded || c.fds.empty()) {
     r.status = status::kUnsupported;
     r.error_number = c.event.encoded ? c.open_errno : c.event.error_number;
     r.reason = c.event.encoded ? c.open_reason : c.event.reason;
     return r;
   }
-  // Per-CPU readings are scaled one by one, then summed.
-  double value = 0;
+  std::vector<CountReadout> readouts;
   for (int fd : c.fds) {
     std::uint64_t buf[3] = {0, 0, 0};
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -170,22 +274,39 @@ CounterReading PerfSource::read(Counter& c) const {
       r.reason = "read of the counter failed";
       return r;
     }
-    r.raw += buf[0];
-    r.time_enabled_ns += buf[1];
-    r.time_running_ns += buf[2];
-    if (buf[2] > 0)
-      value += buf[2] < buf[1]
-                   ? static_cast<double>(buf[0]) * static_cast<double>(buf[1]) / static_cast<double>(buf[2])
-                   : static_cast<double>(buf[0]);
+    readouts.push_back({buf[0], buf[1], buf[2]});
   }
-  if (r.time_running_ns == 0) {
-    r.status = status::kNotCounted;
-    r.reason = "the event was never scheduled on a counter (time_running = 0)";
-    return r;
-  }
-  r.value = value;
-  r.unit = is_clock(c.event.attr) ? "ns" : "count";
+  apply_readouts(r, readouts);
+  if (r.ok()) r.unit = is_clock(c.event.attr) ? "ns" : "count";
   return r;
+}
+
+void PerfSource::note_window(Repetition& rep) {
+  const bool on_cpus = std::any_of(rep.counters.begin(), rep.counters.end(),
+                                   [](const auto& kv) { return kv.second.scope == "system-cpus"; });
+  if (!on_cpus) return;
+  const auto& cpus = target_.workload_cpus.empty() ? target_.cpus : target_.workload_cpus;
+  std::string why = busy_why_;
+  std::optional<CpuBusy> after;
+  if (busy_before_) after = read_cpu_busy(paths_, cpus, why);
+  if (!busy_before_ || !after || after->source != busy_before_->source) {
+    rep.counter_window = {{"cpus", cpus}, {"error", "what else ran on the counted CPUs is unknown: " + why}};
+    return;
+  }
+  const double elapsed = monotonic_seconds() - enabled_at_s_;
+  std::string workload_source = "cgroup cpu.stat usage_usec";
+  auto workload_s = cgroup_cpu_seconds(target_.cgroup);
+  if (!workload_s) {
+    workload_source = "rusage of the process tree";
+    workload_s = rep.rusage.value("user_s", 0.0) + rep.rusage.value("system_s", 0.0);
+  }
+  const auto window = make_window(*busy_before_, *after, elapsed, *workload_s, workload_source);
+  rep.counter_window = window.to_json();
+  for (auto& [name, c] : rep.counters) {
+    if (c.scope != "system-cpus" || !c.ok()) continue;
+    c.foreign_share = window.other_share;
+    c.contaminated = window.contaminated;
+  }
 }
 
 void PerfSource::collect(Repetition& rep) {
@@ -193,8 +314,15 @@ void PerfSource::collect(Repetition& rep) {
     CounterReading r = read(c);
     if (c.event.encoded && is_switch_event(c.event.attr) && c.event.attr.exclude_kernel)
       r.note = "counted at user level only: software switch events happen in the kernel and read 0 this way";
+    if (r.ok() && r.scope == "system-cpus" && (is_clock(c.event.attr) || is_context_switches(c.event.attr)))
+      r.note +=
+          std::string(r.note.empty() ? "" : "; ") +
+          "counted on the workload's CPUs: this counts their idle time and switches to and from idle too "
+          "(counter_window.idle_share)";
+    if (!c.fallback_note.empty()) r.note += (r.note.empty() ? "" : "; ") + c.fallback_note;
     rep.counters[c.event.name] = r;
   }
+  note_window(rep);
   close_all();
 }
 

@@ -1,11 +1,14 @@
 #pragma once
 #include <linux/perf_event.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collector/perf/cpu_window.hpp"
 #include "collector/perf/pfm.hpp"
 #include "collector/source.hpp"
 
@@ -16,23 +19,38 @@ using PerfOpener =
     std::function<int(perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags)>;
 PerfOpener system_perf_opener();
 
+// One fd's read (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING).
+struct CountReadout {
+  std::uint64_t value = 0, time_enabled_ns = 0, time_running_ns = 0;
+};
+// Fills a reading from its fds' readouts: each scaled by enabled/running when it was multiplexed (ran
+// on a counter for part of the time it was enabled), then summed; `not-counted` when none ever ran.
+void apply_readouts(CounterReading& reading, const std::vector<CountReadout>& readouts);
+
 // What to tell the user for a failed perf_event_open.
 std::string perf_open_advice(int err);
 
-// Where counting happens. kAuto counts per CPU on the repetition's cgroup when it has one:
-// such events stay scheduled while tasks of one cgroup switch among themselves, so a
-// switch-heavy workload pays nothing per switch. Per-task counting (inherit=1 on the process
-// tree) is the fallback and costs work at every context switch.
-enum class CounterScope { kAuto, kTaskTree };
-CounterScope parse_counter_scope(const std::string& text);  // auto | task
+// Where counting happens, and what it costs the counted workload (issue #22):
+//   kSystem    per CPU on the CPUs the workload may use, every task there (pid -1). The events stay on
+//              their CPU: nothing is switched at a context switch (cost class "constant"); what else ran
+//              on those CPUs is measured (CounterWindow) and a count it inflated is flagged.
+//   kCgroup    per CPU on the repetition's cgroup: the kernel switches the events in and out whenever a
+//              CPU passes between the cgroup and another ("per-switch").
+//   kTaskTree  per task, inherited by the tree: every switch of a counted task switches its events
+//              ("per-switch"); what `perf stat` does.
+//   kAuto      kSystem, or kTaskTree where counting on CPUs is not permitted (perf_event_paranoid > 0
+//              without CAP_PERFMON); the reason is in each counter's note.
+enum class CounterScope { kAuto, kSystem, kCgroup, kTaskTree };
+CounterScope parse_counter_scope(const std::string& text);  // auto | system | cgroup | task
+std::string to_string(CounterScope scope);
 
 // An event that does not encode or open is recorded as unsupported with its errno; one event
 // per fd (no groups), so that inheritance works on every kernel; multiplexing is scaled with
-// time_enabled/time_running.
+// time_enabled/time_running per fd, and the reading keeps both times and the scaling.
 class PerfSource : public Source {
  public:
   explicit PerfSource(std::vector<std::string> events, CounterScope scope = CounterScope::kAuto,
-                      PerfOpener opener = system_perf_opener());
+                      PerfOpener opener = system_perf_opener(), HostPaths paths = HostPaths::live());
   ~PerfSource() override;
   PerfSource(const PerfSource&) = delete;
   PerfSource& operator=(const PerfSource&) = delete;
@@ -45,20 +63,31 @@ class PerfSource : public Source {
  private:
   struct Counter {
     EncodedEvent event;
-    std::vector<int> fds;  // one per CPU for the cgroup scope, one for the task tree
+    std::vector<int> fds;  // one per CPU for the system and cgroup scopes, one for the task tree
     std::string scope;
     int open_errno = 0;
     std::string open_reason;
+    std::string fallback_note;  // why the automatic scope fell back to the task tree
   };
+  bool open_per_cpu(Counter& c, int pid_or_cgroup_fd, const std::vector<int>& cpus, unsigned long flags,
+                    const std::string& what);
+  bool open_on_cpus(Counter& c, const AttachTarget& target);
   bool open_on_cgroup(Counter& c, const AttachTarget& target);
   bool open_on_task_tree(Counter& c, const AttachTarget& target);
   CounterReading read(Counter& c) const;
+  void note_window(Repetition& rep);
   void close_all();
 
   std::vector<std::string> events_;
   CounterScope scope_;
   PerfOpener opener_;
+  HostPaths paths_;
   std::vector<Counter> counters_;
+  AttachTarget target_;
+  // The busy time of the counted CPUs when counting started, for the window (kSystem only).
+  std::optional<CpuBusy> busy_before_;
+  std::string busy_why_;
+  double enabled_at_s_ = 0;
 };
 
 }  // namespace schedlab

@@ -197,7 +197,7 @@ Repetition run_repetition(RepetitionRequest& req) {
       if (!write_kernel_file(group / "cgroup.procs", std::to_string(pid), error))
         throw Error("join the runtime configuration's cgroup: " + error);
     }
-    AttachTarget target{pid, isolation->cgroup_dir(), {}};
+    AttachTarget target{pid, isolation->cgroup_dir(), {}, req.workload->cpus(*req.params, *req.context)};
     for (const auto& cpu : req.context->topology.cpus) target.cpus.push_back(cpu.cpu);
     for (auto& s : req.sources) s->attach(target);
     for (auto& s : req.sources) s->enable();
@@ -220,10 +220,10 @@ Repetition run_repetition(RepetitionRequest& req) {
   }
   rep.duration_s = monotonic_seconds() - t0;
   drain(result.read, output);
+  rep.rusage = rusage_json(ru);
   for (auto& s : req.sources) s->collect(rep);
   const int stray = isolation->live_processes();
   const int killed = isolation->kill_all();
-  rep.rusage = rusage_json(ru);
   rep.isolation = isolation->describe();
   rep.isolation["stray_processes"] = stray;
   rep.isolation["killed"] = killed;

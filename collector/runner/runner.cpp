@@ -169,18 +169,33 @@ void raise_fd_limit() {
 
 // Says which repetitions carried which perturbing instrumentation, so a diff never compares a
 // profiled repetition with a timed one.
-nlohmann::json instrumentation_record(const DiagnosticsPlan& d) {
+nlohmann::json instrumentation_record(const DiagnosticsPlan& d, const RunPlan& plan) {
   return {
-      {"timed", {{"profile", false}, {"schedstats", "read as found (kernel.sched_schedstats unchanged)"}}},
+      {"timed",
+       {{"profile", false},
+        {"schedstats", "read as found (kernel.sched_schedstats unchanged)"},
+        {"counter_scope", plan.counters ? to_string(plan.counter_scope) : "off"}}},
       {"diagnostic",
        {{"repetitions", d.count()},
         {"profile", d.profile},
         {"profile_repetitions", d.profile ? d.repetitions : 0},
         {"trace", d.trace},
         {"trace_repetitions", d.trace ? 1 : 0},
+        {"attribution", d.attribution ? to_string(*d.attribution) : "none"},
+        {"attribution_repetitions", d.attribution ? 1 : 0},
         {"profile_event", d.profile_options.event},
         {"profile_frequency_hz", d.profile_options.frequency_hz},
         {"schedstats", "switched on for each diagnostic repetition where kernel.sched_schedstats was 0"}}}};
+}
+
+// What a diagnostic repetition carries, by its index among the instance's diagnostic ones: the profiled
+// repetitions first, then the traced one, then the attributed (counted on the workload alone) one.
+enum class DiagnosticKind { kNone, kProfile, kTrace, kAttribution };
+DiagnosticKind diagnostic_kind(const DiagnosticsPlan& d, int index) {
+  const int profiled = d.profile ? d.repetitions : 0;
+  if (index < profiled) return DiagnosticKind::kProfile;
+  if (d.trace && index == profiled) return DiagnosticKind::kTrace;
+  return DiagnosticKind::kAttribution;
 }
 
 // The trial's summary of what the kernel did while it ran (bundle.kernel.during_trial): whether a
@@ -308,14 +323,20 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
       req.workload = pi.workload.get();
       req.params = &pi.params;
       req.context = &run_.context();
-      if (plan.counters) req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
+      const int diagnostic_index = r - plan.repetitions - 1;
+      const auto kind =
+          is_diagnostic ? diagnostic_kind(plan.diagnostics, diagnostic_index) : DiagnosticKind::kNone;
+      if (kind == DiagnosticKind::kAttribution)
+        req.sources.push_back(std::make_unique<PerfSource>(
+            plan.events.empty() ? default_events() : plan.events, *plan.diagnostics.attribution));
+      else if (plan.counters)
+        req.sources.push_back(std::make_unique<PerfSource>(plan.events, plan.counter_scope));
       req.sources.push_back(std::make_unique<SystemStatsSource>());
       req.sources.push_back(std::make_unique<SchedstatSource>(
           run_.paths(), is_diagnostic ? SchedstatsSwitch::kOnForRepetition : SchedstatsSwitch::kAsFound));
-      const int diagnostic_index = r - plan.repetitions - 1;
-      if (is_diagnostic && plan.diagnostics.profile && diagnostic_index < plan.diagnostics.repetitions)
+      if (kind == DiagnosticKind::kProfile)
         req.sources.push_back(std::make_unique<ProfileSource>(plan.diagnostics.profile_options));
-      else if (is_diagnostic)
+      else if (kind == DiagnosticKind::kTrace)
         req.sources.push_back(std::make_unique<TraceSource>(run_.paths()));
       req.timeout_s = plan.timeout_s;
       req.isolation = plan.isolation;
@@ -365,7 +386,7 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
       else
         inst.repetitions.push_back(std::move(rep));
     }
-    if (diagnostic > 0) inst.instrumentation = instrumentation_record(plan.diagnostics);
+    if (diagnostic > 0) inst.instrumentation = instrumentation_record(plan.diagnostics, plan);
     bundle.instances.push_back(std::move(inst));
   }
   bundle.finished_at = utc_timestamp();

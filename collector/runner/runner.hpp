@@ -35,7 +35,10 @@ struct DiagnosticsPlan {
   ProfileOptions profile_options;
   int repetitions = 1;  // per instance and trial, when profiling
   bool trace = false;   // one more diagnostic repetition with the scheduler tracepoints
-  int count() const { return (profile ? repetitions : 0) + (trace ? 1 : 0); }
+  // One more, counted on the workload alone (cgroup or task tree): exact per-workload counts, at the
+  // per-switch cost that timed repetitions (counted on CPUs) do not pay. nullopt: none.
+  std::optional<CounterScope> attribution;
+  int count() const { return (profile ? repetitions : 0) + (trace ? 1 : 0) + (attribution ? 1 : 0); }
 };
 
 // A runtime configuration in effect around one trial (runtime/): applied when made, restored by

@@ -1,5 +1,6 @@
 #include "workloads/common/placement.hpp"
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <utility>
@@ -98,6 +99,20 @@ std::vector<int> assign_cpus(Placement p, int tasks, const Topology& topo, const
   if (anchor < 0) throw InputError("placement " + to_string(p) + " is not possible here: " + missing);
   for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = i % 2 == 0 ? anchor : partner;
   return cpus;
+}
+
+}  // namespace schedlab
+
+namespace schedlab {
+
+std::vector<int> cpus_in_use(const std::vector<int>& assigned, const std::vector<int>& allowed) {
+  std::vector<int> out;
+  for (int cpu : assigned) {
+    if (cpu < 0) return allowed;
+    if (std::find(out.begin(), out.end(), cpu) == out.end()) out.push_back(cpu);
+  }
+  std::sort(out.begin(), out.end());
+  return out.empty() ? allowed : out;
 }
 
 }  // namespace schedlab

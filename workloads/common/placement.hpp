@@ -32,4 +32,8 @@ std::string to_string(Placement p);
 // Throws InputError naming the missing level when the topology or affinity lacks it.
 std::vector<int> assign_cpus(Placement p, int tasks, const Topology& topo, const std::vector<int>& allowed);
 
+// The CPUs tasks placed by assign_cpus may run on: the pinned CPUs, once each and in order, or every
+// allowed CPU when a task is not pinned.
+std::vector<int> cpus_in_use(const std::vector<int>& assigned, const std::vector<int>& allowed);
+
 }  // namespace schedlab

@@ -347,6 +347,10 @@ void TbenchWorkload::validate(const ParamValues& params, const WorkloadContext& 
   check_port_free(o.port, "tbench.port");
 }
 
+std::vector<int> TbenchWorkload::cpus(const ParamValues& params, const WorkloadContext& ctx) const {
+  return cpus_in_use(task_cpus(options_from(params), ctx), ctx.allowed_cpus);
+}
+
 WorkloadResult TbenchWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
   const auto o = options_from(params);
   const auto cpus = task_cpus(o, ctx);

@@ -206,6 +206,13 @@ void WakeupWorkload::validate(const ParamValues& params, const WorkloadContext& 
   assign_cpus(o.placement, o.threads, ctx.topology, ctx.allowed_cpus);
 }
 
+// The background load runs on every CPU: only an unloaded run is confined to its sleepers' CPUs.
+std::vector<int> WakeupWorkload::cpus(const ParamValues& params, const WorkloadContext& ctx) const {
+  const auto o = options_from(params);
+  if (o.hogs > 0 || o.kernbench_load) return ctx.allowed_cpus;
+  return cpus_in_use(assign_cpus(o.placement, o.threads, ctx.topology, ctx.allowed_cpus), ctx.allowed_cpus);
+}
+
 WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
   const auto o = options_from(params);
   const auto cpus = assign_cpus(o.placement, o.threads, ctx.topology, ctx.allowed_cpus);

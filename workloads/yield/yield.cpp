@@ -171,6 +171,12 @@ void YieldWorkload::validate(const ParamValues& params, const WorkloadContext& c
   assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus);
 }
 
+std::vector<int> YieldWorkload::cpus(const ParamValues& params, const WorkloadContext& ctx) const {
+  const auto o = options_from(params);
+  return cpus_in_use(assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus),
+                     ctx.allowed_cpus);
+}
+
 WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
   const auto o = options_from(params);
   const auto cpus = assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus);

@@ -16,6 +16,7 @@ class YieldWorkload : public Workload {
   std::map<std::string, std::map<std::string, std::string>> quick_instances() const override;
   void validate(const ParamValues& params, const WorkloadContext& ctx) const override;
   WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) override;
+  std::vector<int> cpus(const ParamValues& params, const WorkloadContext& ctx) const override;
 };
 
 }  // namespace schedlab
