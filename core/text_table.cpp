@@ -113,19 +113,34 @@ std::string Table::text(std::size_t width) const {
     left_out.push_back(columns_[c].title);
   }
   if (width > 0 && total() > width) gap = 1;
-  for (std::size_t c = 0; width > 0 && total() > width && c < columns_.size(); ++c) {
-    if (!shown[c] || !columns_[c].elidable) continue;
-    const auto excess = total() - width;
-    widths[c] = std::max(columns_[c].min_width, widths[c] > excess ? widths[c] - excess : 0);
+  // Names lose their middle a column at a time, the widest first, so that no one name is cut to nothing
+  // while another keeps its length.
+  while (width > 0 && total() > width) {
+    std::size_t widest = columns_.size();
+    for (std::size_t c = 0; c < columns_.size(); ++c)
+      if (shown[c] && columns_[c].elidable && widths[c] > columns_[c].min_width &&
+          (widest == columns_.size() || widths[c] > widths[widest]))
+        widest = c;
+    if (widest == columns_.size()) break;
+    --widths[widest];
   }
+  std::size_t last = 0;
+  for (std::size_t c = 0; c < columns_.size(); ++c)
+    if (shown[c]) last = c;
+  // Still too wide: the last column (a verdict, free text) goes under its row where it does not fit.
+  const bool overflow = width > 0 && total() > width && !columns_[last].right;
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out(indent_, ' ');
-    std::size_t last = 0;
-    for (std::size_t c = 0; c < columns_.size(); ++c)
-      if (shown[c]) last = c;
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       if (!shown[c]) continue;
-      auto cell = elide(cells[c], widths[c]);
+      auto cell = c == last && overflow ? cells[c] : elide(cells[c], widths[c]);
+      if (c == last && overflow) {
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+        out += display_width(out) + gap + display_width(cell) <= width
+                   ? std::string(gap, ' ') + cell
+                   : "\n" + wrap(std::string(indent_ + 4, ' ') + cell, width, indent_ + 4);
+        break;
+      }
       out += c == last && !columns_[c].right ? cell : pad(cell, widths[c], columns_[c].right);
       if (c != last) out += std::string(gap, ' ');
     }

@@ -23,7 +23,8 @@ class Table {
   bool empty() const { return rows_.empty(); }
 
   // Plain text no wider than `width` (0: no limit), header first; optional columns left out are named in
-  // a last line.
+  // a last line. Where even names cut to their minimum do not fit, the last column's cell goes under its
+  // row when it does not fit beside it.
   std::string text(std::size_t width) const;
   // A GitHub-flavoured markdown table (no width: markdown wraps), `|` in cells escaped.
   std::string markdown() const;

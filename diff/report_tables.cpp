@@ -23,7 +23,7 @@ std::string paint_verdict(const std::string& text, bool colour) {
 Table verdict_table(const DiffResult& diff, bool colour) {
   const bool many = diff.sides.size() > 2;
   std::vector<Column> cols = {{"instance", false, false, true, 10}, {"metric", false, false, true, 10}};
-  if (many) cols.push_back({"side", false, false, true, 6});
+  if (many) cols.push_back({"side", false});
   cols.push_back({side_title(diff, 0), true});
   cols.push_back({many ? "other" : side_title(diff, 1), true});
   cols.push_back({"change", true});
@@ -73,15 +73,15 @@ Table metrics_table(const InstanceDiff& in, const DiffResult& diff, std::size_t 
     for (const auto& c : m.comparisons)
       if (m.kind == "metric") levels.insert(fmt::format("{:.1f}%", 100 * c.ci_confidence));
   const bool one_level = levels.size() == 1;
-  Table t({{"metric", false, false, true, 12},
-           {"side", false, false, true, 6},
+  Table t({{"metric", false, false, true, 10},
+           {"side", false},
            {"n", true},
            {"median", true},
            {"CV", true},
            {"change", true},
            {one_level ? "interval at " + *levels.begin() : "interval (level)", false},
            {"p", true},
-           {"p(BH)", true},
+           {"p(BH)", true, true},
            {"t", true, true}},
           indent);
   for (const auto& m : in.metrics) {
@@ -90,8 +90,7 @@ Table metrics_table(const InstanceDiff& in, const DiffResult& diff, std::size_t 
            human_value(m.base.median, m.unit), fmt::format("{:.1f}%", 100 * m.base.cv)});
     for (const auto& c : m.comparisons) {
       const bool judged = m.headline;
-      auto interval = fmt::format("[{}, {}]", effect_value(c.ci_lower, c.effect_unit),
-                                  effect_value(c.ci_upper, c.effect_unit));
+      auto interval = interval_value(c);  // in the unit of the change beside it
       if (!one_level) interval += fmt::format(" {:.1f}%", 100 * c.ci_confidence);
       t.add({"", side_title(diff, c.side), n_text(c.stats), human_value(c.stats.median, m.unit),
              fmt::format("{:.1f}%", 100 * c.stats.cv), effect_value(c.shift, c.effect_unit), interval,
@@ -105,7 +104,7 @@ Table metrics_table(const InstanceDiff& in, const DiffResult& diff, std::size_t 
 Table counters_table(const InstanceDiff& in, const DiffResult& diff, std::size_t indent) {
   const bool many = diff.sides.size() > 2;
   std::vector<Column> cols = {{"counter", false, false, true, 14}};
-  if (many) cols.push_back({"side", false, false, true, 6});
+  if (many) cols.push_back({"side", false});
   cols.push_back({side_title(diff, 0), true});
   cols.push_back({many ? "other" : side_title(diff, 1), true});
   cols.push_back({"change", true});

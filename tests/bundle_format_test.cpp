@@ -235,3 +235,59 @@ TEST(BundleFormat, WriteBundleWritesV2AndLoadDerivesPerOperationCounters) {
 
 }  // namespace
 }  // namespace schedlab
+
+namespace schedlab {
+namespace {
+
+// #22's counter fields (scope, cost, foreign_share, contaminated, a multiplexed count's scaling) and the
+// repetition's counter_window come back from /2 as they were, whether every reading shares them (written
+// once, in counter_defaults) or each repetition has its own.
+TEST(BundleFormat, CountingScopeAndQualityFieldsSurviveV2) {
+  Bundle b = load_bundle(kFixtures / "profile/counters-per-cgroup/20261201T035427Z-0eb284-trial0.json");
+  ASSERT_FALSE(b.instances.empty());
+  std::size_t r = 0;
+  // As the runner of #22 records them: every reading of the bundle with a scope and a cost, per-operation
+  // copies derived from the totals afterwards.
+  auto mark = [&](Repetition& rep) {
+    std::erase_if(rep.counters, [](const auto& kv) { return !per_operation_source(kv.first).empty(); });
+    for (auto& [event, c] : rep.counters) {
+      if (!c.ok()) continue;
+      c.scope = "system-cpus";
+      c.cost = "constant";
+      c.foreign_share = 0.01 * static_cast<double>(r + 1);  // differs per repetition
+      c.contaminated = r == 0;
+    }
+    auto& cs = rep.counters.at("perf::CONTEXT-SWITCHES");
+    if (r == 1) cs.time_running_ns = cs.time_enabled_ns / 2;  // multiplexed in one repetition
+    rep.counter_window = {{"cpus", {0}}, {"foreign_share", 0.01 * static_cast<double>(r + 1)}};
+    add_per_operation_counters(rep);
+    ++r;
+  };
+  for (auto& in : b.instances) {
+    for (auto& rep : in.repetitions) mark(rep);
+    for (auto& rep : in.diagnostics) mark(rep);
+    if (in.warmup) mark(*in.warmup);
+  }
+  ASSERT_GE(r, 2u);
+  const Bundle back = parse_bundle(bundle_file_text(b), "v2.json");
+  auto a = to_json(b), c = to_json(back);
+  a.erase("schema");
+  c.erase("schema");
+  EXPECT_EQ(a, c) << json::diff(a, c).dump(1);
+  const auto& rep1 = back.instances[0].repetitions[1];
+  EXPECT_TRUE(rep1.counters.at("perf::CONTEXT-SWITCHES").multiplexed());
+  EXPECT_TRUE(rep1.counters.at("perf::CONTEXT-SWITCHES/op").multiplexed());
+  EXPECT_EQ(rep1.counters.at("perf::CONTEXT-SWITCHES").scope, "system-cpus");
+  EXPECT_EQ(rep1.counters.at("perf::CONTEXT-SWITCHES").cost, "constant");
+  EXPECT_TRUE(back.instances[0].repetitions[0].counters.at("perf::CONTEXT-SWITCHES").contaminated);
+  EXPECT_EQ(rep1.counter_window["cpus"], json::array({0}));
+  // The file says each shared field once: scope and cost in counter_defaults, foreign_share per repetition.
+  const auto file = json::parse(bundle_file_text(b));
+  const auto& defaults = file["counter_defaults"]["perf::CONTEXT-SWITCHES"];
+  EXPECT_EQ(defaults["scope"], "system-cpus") << defaults;
+  EXPECT_EQ(defaults["cost"], "constant") << defaults;
+  EXPECT_FALSE(defaults.contains("foreign_share")) << defaults;
+}
+
+}  // namespace
+}  // namespace schedlab
