@@ -26,7 +26,7 @@ std::vector<Side> ComparisonOptions::load_sides() const {
     for (const auto& w : loaded.back().warnings)
       if (warned.insert(w).second) std::cerr << "schedlab: warning: " << w << "\n";
   }
-  make_names_distinct(loaded);
+  name_sides(loaded);
   return loaded;
 }
 

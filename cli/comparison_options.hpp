@@ -19,7 +19,7 @@ struct ComparisonOptions {
 
   // Registers --alpha, --min-effect, --force and --store on the command (SIDES stays per command).
   void add_to(CLI::App& command);
-  // Every side loaded, their names made distinct; throws InputError naming the side that fails.
+  // Every side loaded and named (name_sides); throws InputError naming the side that fails.
   std::vector<Side> load_sides() const;
   DiffOptions diff_options() const;
 };

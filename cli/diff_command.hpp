@@ -20,7 +20,9 @@ class DiffCommand {
  private:
   CLI::App* command_;
   ComparisonOptions comparison_;
-  bool json_ = false;
+  bool json_ = false;   // --json: --format json, as before --format existed
+  std::string format_;  // text (80 columns, for mail), markdown, json; empty: text for a terminal
+  bool all_counters_ = false;
   std::string fail_on_;
   std::size_t profile_lines_ = 0;
   bool profile_all_ = false;

@@ -390,18 +390,20 @@ int cmd_plain_run(const RunArgs& args) {
 
 // A bundle, or a directory of them (a run's trials, as `diff` takes it): each trial's summary in the
 // order the trials started.
-int cmd_show(const std::string& path) {
+int cmd_show(const std::string& path, bool counters) {
+  const SummaryOptions options{counters};
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     const auto side = load_side(path, path);
     std::cout << fmt::format("directory {}: {} bundle(s)\n", path, side.bundles.size());
     for (const auto& [file, bundle] : side.bundles)
       std::cout << "\n"
-                << format_summary(bundle, file.string(), noise_warnings(bundle.environment, bundle.host));
+                << format_summary(bundle, file.string(), noise_warnings(bundle.environment, bundle.host),
+                                  options);
     return 0;
   }
   auto bundle = load_bundle(path);
-  std::cout << format_summary(bundle, path, noise_warnings(bundle.environment, bundle.host));
+  std::cout << format_summary(bundle, path, noise_warnings(bundle.environment, bundle.host), options);
   return 0;
 }
 
@@ -568,9 +570,12 @@ int run_cli(int argc, char** argv) {
       "else ~/.cache/schedlab)");
 
   std::string show_path;
+  bool show_counters = false;
   auto* show =
       app.add_subcommand("show", "Summarise a bundle, or each bundle of a directory (a run's trials)");
   show->add_option("BUNDLE", show_path, "A bundle file, or a directory of bundles")->required();
+  show->add_flag("--counters", show_counters,
+                 "Every counter per instance (per operation where the workload counts operations)");
 
   auto* workloads = app.add_subcommand("workloads", "List workloads, their parameters and metrics");
   bool all_events = false;
@@ -616,7 +621,7 @@ int run_cli(int argc, char** argv) {
   }
   try {
     if (*run) return cmd_run(run_args);
-    if (*show) return cmd_show(show_path);
+    if (*show) return cmd_show(show_path, show_counters);
     if (*workloads) return cmd_workloads();
     if (*events) return cmd_events(all_events);
     if (diff.chosen()) return diff.run();

@@ -5,6 +5,9 @@
 
 namespace schedlab {
 
+// The text of the file write_bundle writes: schedlab.result/2 in its file form (bundle_encoding.hpp).
+std::string bundle_file_text(const Bundle& bundle);
+
 // Serialises, checks that the text reads back as a valid bundle, then writes it atomically.
 // Never overwrites an existing file.
 void write_bundle(const std::filesystem::path& path, const Bundle& bundle);

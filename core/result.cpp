@@ -2,10 +2,11 @@
 
 #include <cmath>
 
+#include "core/bundle_encoding.hpp"
 #include "core/json_cursor.hpp"
+#include "core/per_operation.hpp"
 
 namespace schedlab {
-namespace {
 
 using nlohmann::json;
 
@@ -31,6 +32,8 @@ json to_json(const CounterReading& c) {
   if (!c.cost.empty()) j["cost"] = c.cost;
   return j;
 }
+
+namespace {
 
 json to_json(const Repetition& r) {
   json metrics = json::object();
@@ -131,6 +134,7 @@ Repetition repetition_from_json(const JsonCursor& c) {
   r.trace = optional_object(c, "trace");
   r.kernel = optional_object(c, "kernel");
   r.counter_window = optional_object(c, "counter_window");
+  add_per_operation_counters(r);
   return r;
 }
 
@@ -200,13 +204,17 @@ nlohmann::json to_json(const Bundle& b) {
   return j;
 }
 
-Bundle bundle_from_json(const nlohmann::json& j, const std::string& source) {
+Bundle bundle_from_json(const nlohmann::json& file, const std::string& source) {
+  json expanded;
+  if (has_compact_parts(file)) expanded = expand_bundle(file, source);
+  const json& j = expanded.is_null() ? file : expanded;
   JsonCursor c(j, source);
   c.expect_object();
   Bundle b;
   b.schema = c.string("schema");
-  if (b.schema != kResultSchema)
-    c.fail("schema", "unsupported schema '" + b.schema + "' (this build reads " + kResultSchema + ")");
+  if (b.schema != kResultSchema && b.schema != kResultSchemaV1)
+    c.fail("schema", "unsupported schema '" + b.schema + "' (this build reads " + kResultSchemaV1 + " and " +
+                         kResultSchema + ")");
   b.run_id = c.string("run_id");
   b.trial = static_cast<int>(c.integer("trial", 0));
   b.trials = static_cast<int>(c.integer("trials", 1));

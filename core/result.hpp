@@ -1,6 +1,6 @@
 #pragma once
-// The result bundle of DESIGN.md ("schedlab.result/1") as C++ types. Sources and the runner
-// fill these; JSON is one encoder of them (bundle_io.hpp).
+// The result bundle of DESIGN.md ("schedlab.result/2"; /1 is still read) as C++ types. Sources and the
+// runner fill these; JSON is one encoder of them (bundle_io.hpp, bundle_encoding.hpp).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -13,7 +13,10 @@
 
 namespace schedlab {
 
-inline constexpr const char* kResultSchema = "schedlab.result/1";
+// What this build writes. /2 holds what /1 held, less what a reader derives (per-operation copies of
+// counters) and with repeated parts written once (bundle_encoding.hpp); readers accept both.
+inline constexpr const char* kResultSchema = "schedlab.result/2";
+inline constexpr const char* kResultSchemaV1 = "schedlab.result/1";
 
 // Repetition and counter status words. Readers must accept values not listed here.
 namespace status {
@@ -127,9 +130,13 @@ struct Bundle {
   std::vector<Instance> instances;
 };
 
+// The whole bundle as readers see it (every counter, every per-CPU object), in the version `b.schema`
+// names; the file form of /2 is written from it by bundle_io.
 nlohmann::json to_json(const Bundle& b);
+nlohmann::json to_json(const CounterReading& c);
 
-// Validates while converting; throws BundleError naming `source` and the JSON path.
+// Validates while converting; throws BundleError naming `source` and the JSON path. Takes /1 and /2, in
+// the file form or as to_json writes it; per-operation counters are derived where a bundle lacks them.
 Bundle bundle_from_json(const nlohmann::json& j, const std::string& source);
 
 }  // namespace schedlab

@@ -41,7 +41,18 @@ std::vector<double> trial_medians(const Trials& trials) {
 SideStats side_stats(const Trials& trials) {
   auto all = flatten(trials);
   auto s = summarize(all);
-  return {trials.size(), all.size(), s.median, s.mean, s.cv, s.min, s.max};
+  return {trials.size(), all.size(), s.median, s.mean, s.cv, s.min, s.max, sample_sd(all)};
+}
+
+// The noise rule of diffprofile (|delta| < 2 sqrt(var) is noise) with the variance of a difference of
+// means estimated from the repetitions themselves; without two repetitions a side there is no estimate,
+// and a counter is not shown to have moved.
+void judge_noise(const SideStats& base, Comparison& c) {
+  if (base.repetitions < 2 || c.stats.repetitions < 2) return;
+  c.noise = 2 * std::sqrt(base.sd * base.sd / static_cast<double>(base.repetitions) +
+                          c.stats.sd * c.stats.sd / static_cast<double>(c.stats.repetitions));
+  const double delta = std::fabs(c.stats.mean - base.mean);
+  c.outside_noise = delta > 0 && delta >= c.noise;
 }
 
 bool all_positive(const std::vector<double>& v) {
@@ -306,6 +317,7 @@ MetricDiff metric_row(const std::string& name, const std::string& kind, const st
     note_quality(data[i].side->name, *s);
     auto test = choose_test(base_trials, *t, pairings[i], base, *s, data[0].side->name, data[i].side->name);
     m.comparisons.push_back(compare(data[i].side->name, *t, test, unit, o));
+    if (kind == "counter") judge_noise(m.base, m.comparisons.back());
     m.trends.push_back(trend_of(data[i].side->name, *t, o.trend_alpha));
   }
   return m;

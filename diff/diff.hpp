@@ -22,12 +22,14 @@ struct DiffOptions {
   bool force = false;           // compare across hardware, workload versions or measuring methods
   double trend_alpha = 0.01;    // a run-order trend below this p is flagged
   ProfileFormat profile;        // --profile-lines, --profile-all
+  bool all_counters = false;    // --all: every counter row, not only those outside their noise
 };
 
 struct SideStats {
   std::size_t trials = 0;
   std::size_t repetitions = 0;
   double median = 0, mean = 0, cv = 0, min = 0, max = 0;
+  double sd = 0;  // of the repetitions' values (0 for fewer than two)
 };
 
 // The spread a comparison's power is simulated from (stats/power.hpp), in the test's model units.
@@ -64,6 +66,11 @@ struct Comparison {
   std::string verdict;
   std::string verdict_reason;      // why `too few runs`, a qualified or withheld verdict
   std::vector<std::string> notes;  // trials left out of the pairs, and why
+  // Counters: the noise of their own repetitions, 2 sqrt(sd_a^2 / n_a + sd_b^2 / n_b) (NaN with fewer than
+  // two a side), and whether the change of the means lies outside it, as diffprofile's 2 sqrt(var) rule
+  // for symbols: a counter that did not move is left out of the text unless --all.
+  double noise = NAN;
+  bool outside_noise = false;
 };
 
 struct Trend {
@@ -141,7 +148,18 @@ struct DiffResult {
 // workload versions without options.force).
 DiffResult build_diff(const std::vector<Side>& sides, const DiffOptions& options);
 
-std::string format_diff_text(const DiffResult& diff, bool colour);
+// The text for people: the verdict table first (within `width` columns; 100 for a terminal, 80 with
+// --format text, for mail), then the kernbench table and the top diffprofile lines, then the details.
+struct TextLayout {
+  std::size_t width = 100;
+  bool colour = false;
+};
+std::string format_diff_text(const DiffResult& diff, const TextLayout& layout);
+inline std::string format_diff_text(const DiffResult& diff, bool colour) {
+  return format_diff_text(diff, TextLayout{100, colour});
+}
+// The same content as GitHub-flavoured markdown (tables, headings, the diffprofile as a code block).
+std::string format_diff_markdown(const DiffResult& diff);
 nlohmann::json diff_to_json(const DiffResult& diff);
 
 }  // namespace schedlab

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "diff/diff.hpp"
+#include "diff/presentation.hpp"
 
 namespace schedlab {
 namespace {
@@ -51,7 +52,45 @@ nlohmann::json comparison_json(const Comparison& c, bool headline) {
           {"verdict", headline ? nlohmann::json(c.verdict) : nlohmann::json()},
           {"verdict_reason",
            headline && !c.verdict_reason.empty() ? nlohmann::json(c.verdict_reason) : nlohmann::json()},
-          {"notes", notes}};
+          {"notes", notes},
+          {"noise", number(c.noise)},
+          {"outside_noise", c.outside_noise}};
+}
+
+// The verdict table, in the order the text shows it (presentation.hpp): the report opens on it.
+nlohmann::json summary_json(const DiffResult& diff) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& l : summary_lines(diff)) {
+    const auto kind = l.comparison ? "metric" : l.failures ? "failures" : "missing";
+    nlohmann::json j = {{"instance", l.instance->id},
+                        {"workload", l.instance->workload},
+                        {"params_hash", l.instance->params_hash},
+                        {"label", instance_label(l.instance->id, l.instance->workload)},
+                        {"kind", kind},
+                        {"metric", l.metric ? nlohmann::json(l.metric->name) : nlohmann::json()},
+                        {"side", l.side},
+                        {"text",
+                         {{"base", l.base},
+                          {"other", l.other},
+                          {"change", l.change},
+                          {"interval", l.interval},
+                          {"verdict", l.verdict}}},
+                        {"group", l.group}};
+    if (l.comparison) {
+      const auto& c = *l.comparison;
+      j["unit"] = l.metric->unit;
+      j["base"] = number(l.metric->base.median);
+      j["other"] = number(c.stats.median);
+      j["effect_unit"] = c.effect_unit;
+      j["shift"] = number(c.shift);
+      j["ci"] = pair_json(c.ci_lower, c.ci_upper);
+      j["verdict"] = c.verdict;
+    } else if (l.failures) {
+      j["verdict"] = l.failures->verdict.empty() ? nlohmann::json() : nlohmann::json(l.failures->verdict);
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 nlohmann::json metric_json(const MetricDiff& m) {
@@ -146,6 +185,7 @@ nlohmann::json diff_to_json(const DiffResult& diff) {
             {"force", diff.options.force},
             {"trend_alpha", diff.options.trend_alpha}}},
           {"sides", sides},
+          {"summary", summary_json(diff)},
           {"warnings", diff.warnings},
           {"environment_differences", environment},
           {"instances", instances},

@@ -87,6 +87,11 @@ ProfileDiff diff_profiles(const std::string& side, const ProfileTotals& base, co
 std::string format_diffprofile(const ProfileDiff& d, const ProfileFormat& f) {
   std::string out;
   for (const auto& w : d.warnings) out += "  warning: " + w + "\n";
+  return out + format_diffprofile_rows(d, f);
+}
+
+std::string format_diffprofile_rows(const ProfileDiff& d, const ProfileFormat& f) {
+  std::string out;
   if (d.lines.empty()) return out;
   std::vector<const ProfileLine*> shown;
   std::size_t hidden = 0;
@@ -108,9 +113,7 @@ std::string format_diffprofile(const ProfileDiff& d, const ProfileFormat& f) {
     for (const auto* l : shown) print(*l);
   }
   if (hidden > 0)
-    out += fmt::format(
-        "  ({} symbols within Poisson noise, |delta| < 2 sqrt(var), hidden; --profile-all shows them)\n",
-        hidden);
+    out += fmt::format("  ({} symbols within Poisson noise hidden; --profile-all shows them)\n", hidden);
   return out;
 }
 

@@ -53,6 +53,9 @@ struct ProfileFormat {
   std::size_t lines = 0;  // head and tail lines each; 0: all
   bool all = false;       // show deltas within Poisson noise too
 };
+// The classic block: `total`, then `delta pct% symbol` lines (the head and tail with `...` between when
+// limited), then how many were hidden as noise; format_diffprofile puts the warnings first.
+std::string format_diffprofile_rows(const ProfileDiff& d, const ProfileFormat& f);
 std::string format_diffprofile(const ProfileDiff& d, const ProfileFormat& f);
 nlohmann::json to_json(const ProfileDiff& d);
 

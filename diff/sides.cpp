@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <set>
 #include <tuple>
 
@@ -104,19 +103,6 @@ Side load_side(const std::string& spec, const fs::path& store_dir) {
   auto label = shared_label(side.bundles);
   side.name = label.empty() ? spec : label;
   return side;
-}
-
-void make_names_distinct(std::vector<Side>& sides) {
-  std::map<std::string, int> uses;
-  for (const auto& s : sides) ++uses[s.name];
-  for (auto& s : sides) {
-    if (uses[s.name] > 1) s.name = s.spec;
-  }
-  std::map<std::string, int> seen;
-  for (auto& s : sides) {
-    int n = ++seen[s.name];
-    if (n > 1) s.name += "#" + std::to_string(n);
-  }
 }
 
 }  // namespace schedlab

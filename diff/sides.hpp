@@ -16,7 +16,7 @@ struct LoadedBundle {
 
 struct Side {
   std::string spec;                   // as given
-  std::string name;                   // for tables: the label the bundles share, else the spec
+  std::string name;                   // for tables: the shared label, else the spec (name_sides: shorter)
   std::vector<LoadedBundle> bundles;  // trials, in the order they started
   std::vector<std::string> warnings;  // files a store lookup skipped (damaged bundles), each named
 };
@@ -24,8 +24,10 @@ struct Side {
 // Throws InputError naming the spec (or the bundle's file and JSON path) when nothing usable is found.
 Side load_side(const std::string& spec, const std::filesystem::path& store_dir);
 
-// Tables and JSON tell sides apart by name: sides sharing a label fall back to their specs, and a spec
-// given twice gets "#2", "#3".
-void make_names_distinct(std::vector<Side>& sides);
+// Names the sides for tables and JSON, short and distinct, the same rule for all: their labels; else
+// their kernel releases (less what they all share, "-amd64") and/or configurations (a runtime
+// configuration's name, else the scheduler), "6.1.0-50" and "6.12.100+deb12"; else each one's shortest
+// path component no other side has; else (one side given twice) the spec, then "#2", "#3".
+void name_sides(std::vector<Side>& sides);
 
 }  // namespace schedlab

@@ -1,224 +1,245 @@
-// The diff as people read it: one table per workload instance, as kernel developers paste into mail.
+// The diff as people read it: the verdicts on one screen, then kernbench's classic table and the top
+// diffprofile lines, as kernel developers paste them into mail, then the details per instance.
+#include <algorithm>
 #include <cmath>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "diff/diff.hpp"
 #include "diff/experiment_record.hpp"
+#include "diff/presentation.hpp"
+#include "diff/report_tables.hpp"
 
 namespace schedlab {
 namespace {
 
-std::string value_text(double v, const std::string& unit) {
-  auto num = std::fabs(v) >= 1e6 || (v != 0 && std::fabs(v) < 1e-3) ? fmt::format("{:.3e}", v)
-                                                                    : fmt::format("{:.4g}", v);
-  return unit.empty() || unit == "count" ? num : num + " " + unit;
+constexpr std::size_t kTopProfileLines = 5;  // the front's diffprofile: largest increases and decreases
+
+// Free text (warnings, notes) kept to the width, continuation lines indented.
+std::string para(const std::string& first, const std::string& text, const TextLayout& l, std::size_t indent) {
+  return wrap(first + text, l.width, indent) + "\n";
 }
 
-std::string signed_pct(double v) {
-  return std::isfinite(v) ? fmt::format("{:+.1f}%", v) : "n/a";
-}
-
-std::string n_text(const SideStats& s) {
-  return s.trials > 1 ? fmt::format("{}x{}", s.trials, s.repetitions / std::max<std::size_t>(s.trials, 1))
-                      : fmt::format("{}", s.repetitions);
-}
-
-std::string p_text(double p) {
-  return p < 0.001 ? fmt::format("{:.1e}", p) : fmt::format("{:.3f}", p);
-}
-
-std::string paint(const std::string& text, bool colour) {
-  if (!colour) return text;
-  if (text == "worse") return "\033[1;31m" + text + "\033[0m";
-  if (text == "better") return "\033[1;32m" + text + "\033[0m";
-  if (text == "inconclusive" || text == "too few runs" || text.find(" (not beyond") != std::string::npos)
-    return "\033[33m" + text + "\033[0m";
-  return text;
-}
-
-// An effect in the comparison's unit: a signed percentage for ratios, else the metric's unit.
-std::string effect_text(double v, const std::string& effect_unit) {
-  if (!std::isfinite(v)) return "n/a";
-  if (effect_unit == "%") return signed_pct(v);
-  return (v > 0 ? "+" : "") + value_text(v, effect_unit);
-}
-
-std::string verdict_text(const Comparison& c, bool colour) {
-  auto v = paint(c.verdict, colour);
-  if (c.verdict == "inconclusive") {
-    auto mde = std::isfinite(c.mde) ? effect_text(c.mde, c.effect_unit) : std::string("n/a");
-    if (!mde.empty() && mde[0] == '+') mde.erase(0, 1);
-    v += " (MDE " + mde + ")";
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0; start < text.size();) {
+    const auto end = text.find('\n', start);
+    out.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
   }
-  if (c.verdict == "too few runs") {
-    v += c.test == "mann-whitney/repetitions" ? " (one trial)" : fmt::format(" (min p {:.3f})", c.min_p);
-  }
-  return v;
-}
-
-std::string params_text(const nlohmann::json& params) {
-  std::string out;
-  for (const auto& [k, v] : params.items())
-    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
   return out;
 }
 
-std::string test_text(const std::string& test) {
-  static const std::map<std::string, std::string> names = {
-      {"mann-whitney/trials", "Mann-Whitney U on trial medians"},
-      {"mann-whitney/repetitions", "Mann-Whitney U on repetitions"},
-      {"wilcoxon-paired/trials", "Wilcoxon signed-rank on paired trials"}};
-  auto it = names.find(test);
-  return it == names.end() ? test : it->second;
+// --- the first screen -----------------------------------------------------------------------------
+
+// What is compared, and the legend: each side's name, what it was given as, its trials.
+std::string title(const DiffResult& diff, const TextLayout& l) {
+  std::size_t headline = 0;
+  for (const auto& in : diff.instances)
+    for (const auto& m : in.metrics) headline += m.headline;
+  std::string others;
+  for (std::size_t i = 1; i < diff.sides.size(); ++i) others += (i > 1 ? ", " : "") + diff.sides[i].name;
+  std::string out =
+      para("",
+           fmt::format("schedlab diff: {} against {}, {} instance{}, {} headline metric{}", others,
+                       diff.sides.front().name, diff.instances.size(), diff.instances.size() == 1 ? "" : "s",
+                       headline, headline == 1 ? "" : "s"),
+           l, 2);
+  std::size_t longest = 0;
+  for (const auto& s : diff.sides) longest = std::max(longest, s.name.size());
+  for (const auto& s : diff.sides) {
+    const bool base = &s == &diff.sides.front();
+    auto what = fmt::format("{} trial{} x {} repetitions{}{}", s.trials, s.trials == 1 ? "" : "s",
+                            s.repetitions_per_trial, s.smoke ? " (quick)" : "",
+                            s.interleaved_with_base ? ", interleaved with the base" : "");
+    out += para(fmt::format("  {:<5}  {:<{}}  ", base ? "base" : "other", s.name, longest),
+                s.spec + ": " + what, l, 9 + longest);
+  }
+  return out;
 }
 
-constexpr const char* kRowFormat = "  {:<24} {:<16} {:>6} {:>14} {:>6} {:>10} {:>27} {:>8} {:>8} {:>8}  {}\n";
+std::string verdicts(const DiffResult& diff, const TextLayout& l) {
+  return verdict_table(diff, l.colour).text(l.width) +
+         para("",
+              fmt::format("change: Hodges-Lehmann shift against the base, with its interval at 1-alpha "
+                          "(levels in the details); verdicts at alpha {:g} after Benjamini-Hochberg, "
+                          "margin ±{:g}%",
+                          diff.options.alpha, diff.options.min_effect_pct),
+              l, 2);
+}
 
-void append_metric(std::string& out, const MetricDiff& m, const std::string& base_name, bool colour) {
-  auto label = m.name + (m.headline ? " *" : "");
-  out += fmt::format(kRowFormat, label, base_name, n_text(m.base), value_text(m.base.median, m.unit),
-                     fmt::format("{:.1f}%", 100 * m.base.cv), "", "", "", "", "", "");
-  for (const auto& c : m.comparisons) {
-    // The level the interval achieves, not the one asked for: exact rank intervals overshoot it.
-    auto ci = fmt::format("[{}, {}] {:.1f}%", effect_text(c.ci_lower, c.effect_unit),
-                          effect_text(c.ci_upper, c.effect_unit), 100 * c.ci_confidence);
-    bool judged = m.headline;
-    out += fmt::format(kRowFormat, "", c.side, n_text(c.stats), value_text(c.stats.median, m.unit),
-                       fmt::format("{:.1f}%", 100 * c.stats.cv), effect_text(c.shift, c.effect_unit), ci,
-                       judged ? p_text(c.p_value) : "", judged && c.in_family ? p_text(c.p_adjusted) : "",
-                       judged ? p_text(c.t_test_p) : "", judged ? verdict_text(c, colour) : "");
-    if (judged) {
-      for (const auto& note : c.notes) out += fmt::format("      {}: {}\n", c.side, note);
-      if (!c.verdict_reason.empty() && c.verdict != "too few runs")
-        out += fmt::format("      {}: {}\n", c.side, c.verdict_reason);
+// What the counts are (notes first), then one header line: the rows that follow are the classic block.
+std::string profile_header(const ProfileDiff& p, const InstanceDiff& in, const DiffResult& diff,
+                           const TextLayout& l) {
+  const auto& base = diff.sides.front().name;
+  std::string out;
+  for (const auto& w : p.warnings) out += para("  note: ", w, l, 4);
+  if (!p.lines.empty())
+    out += para("  note: ",
+                fmt::format("{} scaled to {}'s {}s (x{:.3f}); {} vs {} diagnostic repetitions", p.side, base,
+                            p.per, p.scale, p.base_repetitions, p.other_repetitions),
+                l, 4);
+  return out + para(fmt::format("diffprofile {} {} -> {} ", in.id, base, p.side),
+                    "(" + (p.event.empty() ? std::string("profile") : p.event) + " samples)", l, 2);
+}
+
+// --- details --------------------------------------------------------------------------------------
+
+// Each headline verdict in full, with why where there is a reason, and the trials left out of the pairs.
+std::string verdict_notes(const InstanceDiff& in, const TextLayout& l) {
+  std::string out;
+  for (const auto& m : in.metrics) {
+    if (!m.headline) continue;
+    for (const auto& c : m.comparisons) {
+      const auto who = fmt::format("  {} on {}: ", m.name, c.side);
+      const bool why = !c.verdict_reason.empty() && c.verdict != "too few runs";
+      out +=
+          para(who, paint_verdict(verdict_label(c), l.colour) + (why ? "; " + c.verdict_reason : ""), l, 4);
+      for (const auto& note : c.notes) out += para("    ", note, l, 6);
     }
   }
-  for (const auto& [side, q] : m.quality) {
-    if (q.multiplexed > 0)
-      out += fmt::format(
-          "      {}: multiplexed in {}/{} repetitions, scaled up to x{:.2f} (time enabled / "
-          "running): an estimate\n",
-          side, q.multiplexed, q.repetitions, q.max_scaling);
-    if (q.contaminated > 0)
-      out += fmt::format(
-          "      {}: contaminated in {}/{} repetitions: other tasks had up to {:.1f}% of the "
-          "counted CPUs' busy time\n",
-          side, q.contaminated, q.repetitions, 100 * q.max_foreign_share);
-  }
+  return out;
 }
 
-// kernbench's own report: Elapsed, System, User and CPU as mean (standard deviation) per configuration.
-void append_kernbench_table(std::string& out, const InstanceDiff& in, const std::vector<SideInfo>& sides) {
-  static const std::vector<std::pair<std::string, std::string>> columns = {
-      {"elapsed_s", "Elapsed"}, {"system_s", "System"}, {"user_s", "User"}, {"cpu_pct", "CPU"}};
-  std::map<std::string, const MetricDiff*> by_name;
-  for (const auto& m : in.metrics) by_name[m.name] = &m;
-  out += fmt::format("  {:<24}", "kernbench, mean (sd)");
-  for (const auto& [name, title] : columns) out += fmt::format(" {:>16}", title);
-  out += "\n";
-  for (std::size_t i = 0; i < sides.size(); ++i) {
-    out += fmt::format("  {:<24}", sides[i].name);
-    for (const auto& [name, title] : columns) {
-      auto it = by_name.find(name);
-      const SideStats* s = nullptr;
-      if (it != by_name.end()) {
-        if (i == 0) s = &it->second->base;
-        for (const auto& c : it->second->comparisons) {
-          if (i > 0 && c.side == sides[i].name) s = &c.stats;
-        }
-      }
-      out += s ? fmt::format(" {:>16}", fmt::format("{:.2f} ({:.2f})", s->mean, s->cv * s->mean))
-               : fmt::format(" {:>16}", "-");
-    }
-    out += "\n";
-  }
-  out += "\n";
+std::string counters_text(const InstanceDiff& in, const DiffResult& diff, const TextLayout& l) {
+  const auto total = counters_total(in);
+  if (total == 0) return "";
+  const auto shown = counters_shown(in, diff.options.all_counters).size();
+  std::string out =
+      diff.options.all_counters
+          ? para("  ",
+                 fmt::format("counters, all {} (exploratory: no verdicts; moved: beyond the noise of "
+                             "their repetitions):",
+                             total),
+                 l, 4)
+          : para("  ",
+                 fmt::format("counters that moved beyond the noise of their repetitions: {} of {} "
+                             "(exploratory; --all shows every one)",
+                             shown, total),
+                 l, 4);
+  if (shown > 0) out += counters_table(in, diff, 2).text(l.width);
+  for (const auto* m : counters_shown(in, diff.options.all_counters))
+    for (const auto& note : counter_quality_notes(*m)) out += para("    ", note, l, 6);
+  if (const auto marked = hidden_marked_counters(in, diff.options.all_counters); marked > 0)
+    out += para("    ",
+                fmt::format("{} counter{} not shown multiplexed or contaminated on a side (--all shows them)",
+                            marked, marked == 1 ? "" : "s"),
+                l, 6);
+  return out;
 }
 
-void append_instance(std::string& out, const InstanceDiff& in, const DiffResult& diff, bool colour) {
-  out += fmt::format("{} {}  ({})\n", in.id, in.workload_version, params_text(in.params));
+std::string diagnostic_text(const DiagnosticTable& d, const DiffResult& diff, const TextLayout& l) {
+  const auto& base_name = diff.sides.front().name;
+  const bool trace = d.kind == "trace";
+  if (d.rows.empty()) {
+    if (!trace) return "";  // schedstat absent or off on a side: the counter rows already say why
+    return para("  ",
+                fmt::format("trace {} -> {}: no traced repetition on {} (run --trace on both sides)",
+                            base_name, d.side, d.base_repetitions == 0 ? base_name : d.side),
+                l, 4);
+  }
+  const auto what =
+      trace ? fmt::format(
+                  "trace {} -> {}: the workload's tasks in {} vs {} traced repetitions (exploratory: "
+                  "one repetition per trial)",
+                  base_name, d.side, d.base_repetitions, d.other_repetitions)
+            : fmt::format(
+                  "schedstat {} -> {}: {} vs {} diagnostic repetitions, kernel.sched_schedstats on "
+                  "(exploratory)",
+                  base_name, d.side, d.base_repetitions, d.other_repetitions);
+  return para("  ", what, l, 4) + diagnostic_table(d, diff, 4).text(l.width);
+}
+
+std::string instance_details(const InstanceDiff& in, const DiffResult& diff, const TextLayout& l) {
+  std::string out =
+      para(in.id + " ", fmt::format("({} {}: {})", in.workload, in.workload_version, params_text(in.params)),
+           l, 4);
   for (const auto& side : in.missing_from) out += fmt::format("  not in {}\n", side);
   std::string test;
-  for (const auto& m : in.metrics) {
+  for (const auto& m : in.metrics)
     if (m.headline && !m.comparisons.empty()) test = m.comparisons.front().test;
-  }
   if (!test.empty()) out += fmt::format("  primary test: {}\n", test_text(test));
-  if (in.workload == "kernbench") append_kernbench_table(out, in, diff.sides);
-  out += fmt::format(kRowFormat, "metric (* headline)", "side", "n", "median", "CV", "change",
-                     "CI (achieved level)", "p", "p(BH)", "t", "verdict");
-  bool counters_started = false;
-  for (const auto& m : in.metrics) {
-    if (m.kind == "counter" && !counters_started) {
-      out += "  counters (exploratory: no verdicts)\n";
-      counters_started = true;
-    }
-    append_metric(out, m, diff.sides.front().name, colour);
-  }
+  out += metrics_table(in, diff, 2).text(l.width);
+  out += verdict_notes(in, l);
+  out += counters_text(in, diff, l);
   for (const auto& f : in.failures) {
     if (f.failed == 0) continue;
-    out += fmt::format("  failed repetitions on {}: {}/{}{}{}\n", f.side, f.failed, f.total,
-                       &f == &in.failures.front() ? "" : fmt::format(" (Fisher p {})", p_text(f.p_value)),
-                       f.verdict.empty() ? "" : ": " + paint(f.verdict, colour));
+    out +=
+        para("  ",
+             fmt::format("failed repetitions on {}: {}/{}{}{}", f.side, f.failed, f.total,
+                         &f == &in.failures.front() ? "" : fmt::format(" (Fisher p {})", p_text(f.p_value)),
+                         f.verdict.empty() ? "" : ": " + paint_verdict(f.verdict, l.colour)),
+             l, 4);
   }
-  for (const auto& m : in.metrics) {
-    for (const auto& t : m.trends) {
-      if (t.flagged && m.kind == "metric") {
-        out += fmt::format(
-            "  trend: {} {} with run order on {} (Kendall tau {:+.2f}, p {}): drift confounds the "
-            "comparison\n",
-            m.name, t.tau > 0 ? "rises" : "falls", t.side, t.tau, p_text(t.p_value));
-      }
-    }
+  for (const auto& m : in.metrics)
+    for (const auto& t : m.trends)
+      if (t.flagged && m.kind == "metric")
+        out +=
+            para("  ",
+                 fmt::format("trend: {} {} with run order on {} (Kendall tau {:+.2f}, p {}): drift confounds "
+                             "the comparison",
+                             m.name, t.tau > 0 ? "rises" : "falls", t.side, t.tau, p_text(t.p_value)),
+                 l, 4);
+  for (const auto& t : in.traces) out += diagnostic_text(t, diff, l);
+  for (const auto& t : in.schedstat) out += diagnostic_text(t, diff, l);
+  return out + "\n";
+}
+
+std::string environment_text(const DiffResult& diff, const TextLayout& l) {
+  if (diff.environment.empty()) return "";
+  std::string out = "differences between the sides:\n";
+  for (const auto& d : diff.environment) {
+    out += fmt::format("  {:<13} {}\n", d.category, d.field);
+    for (const auto& [side, value] : d.values) out += para(fmt::format("      {:<10} ", side), value, l, 17);
   }
-  for (const auto& p : in.profiles) {
-    out += fmt::format("  diffprofile {} -> {}: {} samples{}\n", diff.sides.front().name, p.side,
-                       p.event.empty() ? "profile" : p.event,
-                       p.lines.empty() ? ""
-                                       : fmt::format(", {} scaled to {}'s {}s (x{:.3f}); {} vs {} diagnostic "
-                                                     "repetitions",
-                                                     p.side, diff.sides.front().name, p.per, p.scale,
-                                                     p.base_repetitions, p.other_repetitions));
-    out += format_diffprofile(p, diff.options.profile);
-  }
-  for (const auto& t : in.traces) out += format_diagnostic_table(t, diff.sides.front().name);
-  for (const auto& t : in.schedstat) out += format_diagnostic_table(t, diff.sides.front().name);
-  out += "\n";
+  return out + "\n";
 }
 
 }  // namespace
 
-std::string format_diff_text(const DiffResult& diff, bool colour) {
+std::string format_diff_text(const DiffResult& diff, const TextLayout& l) {
   std::string out;
-  for (const auto& w : diff.warnings) out += (colour ? "\033[1;31mWARNING\033[0m: " : "WARNING: ") + w + "\n";
-  if (!diff.warnings.empty()) out += "\n";
-  out += "sides:\n";
-  for (const auto& s : diff.sides) {
-    out += fmt::format("  {:<8} {}  ({} trial{}{}){}\n", &s == &diff.sides.front() ? "base" : "other", s.name,
-                       s.trials, s.trials == 1 ? "" : "s",
-                       s.interleaved_with_base ? ", interleaved with base" : "",
-                       s.spec == s.name ? "" : "  " + s.spec);
+  auto warning = [&](const std::string& w) {
+    return para(l.colour ? "\033[1;31mWARNING\033[0m: " : "WARNING: ", w, l, 2);
+  };
+  // A forced comparison across hardware or methods heads the output: every line below rests on it.
+  bool forced = false;
+  for (const auto& w : diff.warnings)
+    if (w.rfind("FORCED:", 0) == 0) out += warning(w), forced = true;
+  if (forced) out += "\n";
+  out += title(diff, l) + "\n" + verdicts(diff, l);
+  std::string warnings;
+  for (const auto& w : diff.warnings)
+    if (w.rfind("FORCED:", 0) != 0) warnings += warning(w);
+  if (!warnings.empty()) out += "\n" + warnings;
+  for (const auto& in : diff.instances)
+    if (in.workload == "kernbench") out += "\n" + kernbench_table(in, diff, 2).text(l.width);
+  ProfileFormat top = diff.options.profile;
+  if (top.lines == 0 && !top.all) top.lines = kTopProfileLines;
+  for (const auto& in : diff.instances)
+    for (const auto& p : in.profiles)
+      out += "\n" + profile_header(p, in, diff, l) + format_diffprofile_rows(p, top);
+  out += "\n";
+  for (const auto& line : split_lines(format_experiment_text(diff.experiment))) {
+    const auto lead = std::min(line.find_first_not_of(' '), line.size());
+    out += line.empty() ? "\n" : para(line.substr(0, lead), line.substr(lead), l, lead + 2);
   }
+  out += environment_text(diff, l);
   // The family is per other side: its trial-level headline comparisons (diff/README.md).
   std::string families;
   for (std::size_t i = 1; i < diff.sides.size(); ++i)
     families += fmt::format("{}{} {}", i == 1 ? "" : ", ", diff.sides[i].name, diff.sides[i].family);
-  out += fmt::format(
-      "alpha {:g}; Benjamini-Hochberg per side over its trial-level headline comparisons ({}); better/worse "
-      "need the interval beyond ±{:g}%, equivalent needs the 1-2alpha interval inside it; changes are "
-      "Hodges-Lehmann shifts of log values as % (of the values in their unit where one is <= 0)\n\n",
-      diff.options.alpha, families, diff.options.min_effect_pct);
-  out += format_experiment_text(diff.experiment);
-  if (!diff.environment.empty()) {
-    out += "differences between the sides:\n";
-    for (const auto& d : diff.environment) {
-      out += fmt::format("  {:<13} {}\n", d.category, d.field);
-      for (const auto& [side, value] : d.values) out += fmt::format("      {:<20} {}\n", side, value);
-    }
-    out += "\n";
-  }
-  for (const auto& in : diff.instances) append_instance(out, in, diff, colour);
+  out += para("",
+              fmt::format(
+                  "details: alpha {:g}; Benjamini-Hochberg per side over its trial-level headline "
+                  "comparisons ({}); better/worse need the interval beyond ±{:g}%, equivalent needs the "
+                  "1-2alpha interval inside it; changes are Hodges-Lehmann shifts of log values as % (of "
+                  "the values in their unit where one is <= 0)",
+                  diff.options.alpha, families, diff.options.min_effect_pct),
+              l, 2) +
+         "\n";
+  for (const auto& in : diff.instances) out += instance_details(in, diff, l);
   return out;
 }
 

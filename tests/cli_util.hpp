@@ -32,6 +32,21 @@ inline Outcome schedlab(const std::string& args) {
   return sh(std::string(SCHEDLAB_BINARY) + " " + args);
 }
 
+// The CLI's text with its wrapped lines joined: a line break and the indent after it read as one space,
+// so a phrase is found wherever the width broke it.
+inline std::string unwrapped(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n' && i + 1 < text.size() && text[i + 1] == ' ') {
+      while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+      out += ' ';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 inline std::vector<std::filesystem::path> files_in(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> out;
   std::error_code ec;

@@ -291,7 +291,7 @@ TEST(GbenchExport, ContextRecordsHostKernelConfigurationAndWhatWasDropped) {
   EXPECT_EQ(ctx.at("caches"), json::array());
   EXPECT_EQ(ctx.at("load_avg"), json({0.5, 0.25, 0.125}));
   EXPECT_EQ(ctx.at("library_build_type"), "release");
-  EXPECT_EQ(ctx.at("schedlab_schema"), "schedlab.result/1");
+  EXPECT_EQ(ctx.at("schedlab_schema"), "schedlab.result/2");
   EXPECT_EQ(ctx.at("schedlab_run_id"), "20260101T000000Z-abcdef");
   EXPECT_EQ(ctx.at("schedlab_trial"), 1);
   EXPECT_EQ(ctx.at("schedlab_label"), "6.12-eevdf");

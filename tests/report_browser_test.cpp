@@ -349,6 +349,22 @@ TEST_F(ReportBrowser, TwoSidesChartsPlotTheBundlesValuesAndTheTablesTheDiffsVerd
           levels_computed.push_back(level);
         }
   EXPECT_EQ(levels_shown, levels_computed);
+
+  // #21: the page opens on the diff's verdict table, in its order, each line leading to its instance.
+  EXPECT_EQ(page["first_section"], "verdicts");
+  const auto& summary = diff_json["summary"];
+  ASSERT_EQ(page["summary"].size(), summary.size());
+  ASSERT_FALSE(summary.empty());
+  for (std::size_t i = 0; i < summary.size(); ++i) {
+    const auto& line = page["summary"][i];
+    const auto key =
+        summary[i]["workload"].get<std::string>() + "/" + summary[i]["params_hash"].get<std::string>();
+    EXPECT_EQ(line["instance"], key);
+    EXPECT_EQ(line["metric"], summary[i]["metric"]);
+    EXPECT_EQ(line["verdict"], summary[i]["verdict"]);
+    EXPECT_EQ(line["text"], summary[i]["text"]["verdict"]) << "the verdict as `schedlab diff` prints it";
+    EXPECT_EQ(line["target_key"], key) << "the line's link leads to its instance's section";
+  }
 }
 
 TEST_F(ReportBrowser, OneSideDrawsLatencyHistogramsAndPercentilesAndKeepsHostileTextAsText) {
@@ -360,6 +376,7 @@ TEST_F(ReportBrowser, OneSideDrawsLatencyHistogramsAndPercentilesAndKeepsHostile
   EXPECT_EQ(page["heading"], "schedlab report: " + label);
   EXPECT_EQ(page["title"], "schedlab report: " + label);
   EXPECT_TRUE(page["verdicts"].empty()) << "one side: no verdicts";
+  EXPECT_TRUE(page["summary"].empty()) << "one side: no verdict table";
 
   const std::vector<Side> sides = {{label, {bundle}}};
   auto values = charts_of(page, "values");

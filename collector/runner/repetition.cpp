@@ -17,6 +17,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/per_operation.hpp"
 #include "core/pipe.hpp"
 
 namespace schedlab {
@@ -155,25 +156,6 @@ WaitOutcome wait_for_child(pid_t pid, int result_fd, double deadline,
       return WaitOutcome::kExited;
     }
   }
-}
-
-// A workload that reports the operations it did (a metric "operations", any workload) gets each
-// ok counter also per operation, as "EVENT/op": only the runner holds the counts, only the
-// workload knows what an operation is. The total stays; the derived entry says what it is.
-void add_per_operation_counters(Repetition& rep) {
-  const auto ops = rep.metrics.find("operations");
-  if (!rep.ok() || ops == rep.metrics.end() || !(ops->second.value > 0)) return;
-  std::map<std::string, CounterReading> derived;
-  for (const auto& [event, c] : rep.counters) {
-    if (!c.ok()) continue;
-    CounterReading d = c;
-    d.value = c.value / ops->second.value;
-    d.unit = c.unit + "/op";
-    d.note = fmt::format("{} divided by the workload's metric operations ({:.0f}){}", event,
-                         ops->second.value, c.note.empty() ? "" : "; " + c.note);
-    derived.emplace(event + "/op", std::move(d));
-  }
-  rep.counters.merge(derived);
 }
 
 class SubreaperScope {

@@ -211,6 +211,15 @@ function bundleFiles(dir) {
   return out;
 }
 
+// Bundle versions this check reads: /2 writes the fields every reading of a counter shares once, in
+// `counter_defaults` (core/bundle_encoding.hpp), and leaves out per-operation copies.
+const BUNDLE_SCHEMAS = new Set(['schedlab.result/1', 'schedlab.result/2']);
+
+function readingsOf(bundle, rep) {
+  const defaults = bundle.counter_defaults ?? {};
+  return Object.fromEntries(Object.entries(rep.counters ?? {}).map(([ev, c]) => [ev, { ...(defaults[ev] ?? {}), ...c }]));
+}
+
 // Why an empty answer is acceptable, or null: every bundle read says the counters could not be counted.
 let bundleCounters = null;
 function hardwareUnsupported(events) {
@@ -220,9 +229,9 @@ function hardwareUnsupported(events) {
     for (const f of bundleFiles(args.bundles)) {
       let b;
       try { b = JSON.parse(readFileSync(f, 'utf8')); } catch { continue; }
-      if (b.schema !== 'schedlab.result/1') continue;
+      if (!BUNDLE_SCHEMAS.has(b.schema)) continue;
       for (const inst of b.instances ?? [])
-        for (const r of inst.repetitions ?? []) bundleCounters.push({ file: f, counters: r.counters ?? {}, status: r.status });
+        for (const r of inst.repetitions ?? []) bundleCounters.push({ file: f, counters: readingsOf(b, r), status: r.status });
     }
   }
   if (!bundleCounters.length) return null;
@@ -311,7 +320,7 @@ async function instanceChecks() {
   for (const f of bundleFiles(args.bundles)) {
     let b;
     try { b = JSON.parse(readFileSync(f, 'utf8')); } catch { continue; }
-    if (b.schema !== 'schedlab.result/1') continue;
+    if (!BUNDLE_SCHEMAS.has(b.schema)) continue;
     const configuration = b.label || b.configuration?.kernel_release;
     if (!configurations.has(configuration)) continue;
     for (const inst of b.instances ?? []) {

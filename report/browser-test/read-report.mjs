@@ -54,8 +54,20 @@ async function readPage(context, report, screenshot) {
                verdict: cell ? cell.dataset.verdict : null,
                interval: tr.children[6] ? tr.children[6].textContent : null };
     });
+    // The verdict table the page opens on, and where each of its lines leads.
+    const summary = [...document.querySelectorAll("table.summary-verdicts tbody tr")].map((tr) => {
+      const link = tr.querySelector("a");
+      const href = link ? link.getAttribute("href") : null;
+      const target = href ? document.getElementById(href.slice(1)) : null;
+      const cell = tr.querySelector("td.verdict");
+      return { instance: tr.dataset.instance, metric: tr.dataset.metric || null, side: tr.dataset.side,
+               verdict: cell ? cell.dataset.verdict : null, text: cell ? cell.textContent : null,
+               target_key: target ? target.dataset.key || null : null };
+    });
+    const first = document.querySelector("main > section");
     return {
       rendered: document.body.dataset.rendered, title: document.title,
+      first_section: first ? first.id : null, summary,
       heading: (document.querySelector("h1") || {}).textContent || "",
       chart_boxes: document.querySelectorAll("div.chart").length,
       diff_heads: [...document.querySelectorAll("table.diff thead th")].map((th) => th.textContent),

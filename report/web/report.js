@@ -355,10 +355,20 @@
     const head = ["metric (* headline)", "side", "n", "median", "CV", "change", "CI (achieved level)", "p", "p(BH)",
                   "verdict"];
     const metrics = diffInstance.metrics.filter((m) => m.kind !== "counter");
+    // As `schedlab diff` shows them: the counters that moved beyond the noise of their repetitions in view,
+    // every counter folded away below.
     const counters = diffInstance.metrics.filter((m) => m.kind === "counter");
+    const names = new Set(counters.map((m) => m.name));
+    // Per operation instead of the totals they come from, where the workload counts operations.
+    const moved = counters.filter((m) => !names.has(m.name + "/op") && m.comparisons.some((c) => c.outside_noise));
     const out = [table(head, diffRows(diffInstance, data, metrics), "diff")];
+    if (moved.length > 0) {
+      out.push(el("p", { class: "note" }, moved.length + " of " + counters.filter((m) => !names.has(m.name + "/op")).length +
+                  " counters moved beyond the noise of their repetitions (exploratory: effect sizes, no verdicts)"),
+               table(head, diffRows(diffInstance, data, moved), "moved-counters"));
+    }
     if (counters.length > 0) {
-      out.push(el("details", {}, el("summary", {}, counters.length + " counters (exploratory: effect sizes, no verdicts)"),
+      out.push(el("details", {}, el("summary", {}, "all " + counters.length + " counters"),
                   table(head, diffRows(diffInstance, data, counters), "diff counters")));
     }
     return out;
@@ -391,9 +401,44 @@
     return out;
   }
 
+  // An instance's section is where a verdict line of the summary leads.
+  function anchorOf(key) {
+    return "instance-" + key.replace(/[^A-Za-z0-9_-]/g, "-");
+  }
+
+  // The page opens on what `schedlab diff` prints first: a line per instance and headline metric, the
+  // regressions first, each linking to its instance's section (the diff's `summary`, in its order).
+  function verdictSummary(data) {
+    const many = data.diff.sides.length > 2;
+    const names = data.diff.sides.map((s) => s.name);
+    const head = ["instance", "metric"].concat(many ? ["side", names[0], "other"] : [names[0], names[1]],
+                                               ["change", "interval", "verdict"]);
+    const rows = data.diff.summary.map((line) => {
+      const key = line.workload + "/" + line.params_hash;
+      const link = el("a", { href: "#" + anchorOf(key) }, line.label);
+      const verdictClass = line.group === 0 ? "worse" : line.group === 2 ? "better" : line.group < 4 ? "qualified"
+        : (line.verdict || "").startsWith("equivalent") ? "equivalent" : line.verdict === null && line.kind === "missing"
+        ? "missing" : "inconclusive";
+      const verdict = el("td", { class: "verdict verdict-" + verdictClass, "data-verdict": line.verdict === null ? "" : line.verdict },
+                         line.text.verdict);
+      const cells = [el("td", {}, link), line.metric || (line.kind === "failures" ? "failed repetitions" : "(not run)")];
+      if (many) cells.push(line.side);
+      cells.push(line.text.base || "-", line.text.other || "-", line.text.change || "-", line.text.interval || "-", verdict);
+      const tr = row(cells);
+      tr.dataset.instance = key;
+      tr.dataset.side = line.side;
+      if (line.metric) tr.dataset.metric = line.metric;
+      return tr;
+    });
+    return el("section", { id: "verdicts" }, el("h2", {}, "Verdicts"),
+              table(head, rows, "summary-verdicts"),
+              el("p", { class: "note" }, "Regressions first, then improvements, then the rest; each line leads to its " +
+                 "instance's tables and charts below."));
+  }
+
   function instanceSection(instance, data) {
     const diffInstance = data.diff ? data.diff.instances.find((d) => d.workload + "/" + d.params_hash === instance.key) : null;
-    const section = el("section", { class: "instance", "data-key": instance.key },
+    const section = el("section", { class: "instance", "data-key": instance.key, id: anchorOf(instance.key) },
                        el("h2", {}, instance.id + " ", el("small", {}, instance.workload_version)),
                        el("p", { class: "params" }, paramsText(instance.params)));
     if (diffInstance) {
@@ -452,6 +497,7 @@
     } else {
       main.append(el("p", { class: "note" }, "One side: values and summaries only, no verdicts."));
     }
+    if (data.diff) main.append(verdictSummary(data));
     main.append(identities(data));
     const w = warnings(data);
     if (w) main.append(w);
