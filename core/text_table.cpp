@@ -61,24 +61,30 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
     const auto word_at = std::min(text.find_first_not_of(' ', at), text.size());
     const auto end = std::min(text.find(' ', word_at), text.size());
     const auto spaces = text.substr(at, word_at - at);
-    auto word = text.substr(word_at, end - word_at);
+    const auto word = text.substr(word_at, end - word_at);
     at = end;
     if (word.empty()) break;
-    if (!fresh && display_width(line) > display_width(continuation) &&
-        display_width(line) + spaces.size() + display_width(word) > width)
-      next_line();
-    if (!fresh) line += spaces;
-    // A word wider than a line (a long path) is cut, not let out of the width.
-    while (display_width(line) + display_width(word) > width && display_width(line) < width &&
-           (fresh || display_width(line) <= display_width(continuation))) {
-      const auto cut = byte_at_column(word, width - display_width(line));
-      line += word.substr(0, cut);
-      word = word.substr(cut);
-      next_line();
+    // A word wider than a line breaks after its commas (a list such as a kernel's sched features); one
+    // without commas (a path) stays whole, past the width: a path cut in two with an indent between
+    // cannot be copied, and a terminal wraps the long line where it must.
+    const bool list =
+        display_width(continuation) + display_width(word) > width && word.find(',') != std::string::npos;
+    std::vector<std::string> pieces;
+    for (std::size_t from = 0; from < word.size();) {
+      const auto comma = list ? word.find(',', from) : std::string::npos;
+      const auto to = comma == std::string::npos ? word.size() : comma + 1;
+      pieces.push_back(word.substr(from, to - from));
+      from = to;
     }
-    if (word.empty()) continue;
-    line += word;
-    fresh = false;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const auto before = i == 0 ? spaces.size() : 0;
+      if (!fresh && display_width(line) > display_width(continuation) &&
+          display_width(line) + before + display_width(pieces[i]) > width)
+        next_line();
+      if (!fresh && i == 0) line += spaces;
+      line += pieces[i];
+      fresh = false;
+    }
   }
   lines.push_back(line);
   std::string out;

@@ -42,7 +42,8 @@ std::size_t display_width(const std::string& text);
 // columns is "micro.benc~ther-core".
 std::string elide(const std::string& text, std::size_t width);
 
-// Words of `text` in lines of at most `width` columns, each line after the first indented by `indent`.
+// Words of `text` in lines of at most `width` columns, each line after the first indented by `indent`;
+// a word wider than that (a path) is never cut: its line runs past the width.
 std::string wrap(const std::string& text, std::size_t width, std::size_t indent);
 
 }  // namespace schedlab

@@ -1,5 +1,6 @@
 // schedlab diff on real bundles: verdicts, exit codes, and refusals of inputs that do not compare.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,16 +239,27 @@ TEST_F(Diff, AChangeOfMeasuringMethodIsListedAndRefusedUnlessForced) {
 // is (no PMU here multiplexes: the scaling is set on a real bundle's counter, and said so).
 TEST_F(Diff, CountsTakenBesideAHogAreMarkedContaminatedAndMultiplexedOnesAsEstimates) {
   const std::string run =
-      "run --workload yield --param yield.yields=20000 --param yield.placement=same-cpu --repetitions 3 "
+      "run --workload yield --param yield.yields=20000 --param yield.placement=same-cpu "
+      "--param yield.duration_s=0.5 --repetitions 3 "
       "--trials 2 --seed 5 --settle-timeout 0 ";
   auto clean = (dir_->path() / "counted-clean").string(), noisy = (dir_->path() / "counted-noisy").string();
   ASSERT_EQ(schedlab(run + "--out " + clean).code, 0);
   {
-    // A hog on every CPU, so whichever the loop is pinned to has one.
+    // A hog pinned to every CPU this test may use, so whichever the loop is pinned to has one: unpinned,
+    // the load balancer moves a hog off the loop's CPU (the loop's pair is pinned there and it is the
+    // busier one), and half the noisy runs then had no neighbour at all.
     std::vector<pid_t> hogs;
-    for (int i = 0; i < 2; ++i) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &allowed)) continue;
       const pid_t pid = ::fork();
       if (pid == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ::sched_setaffinity(0, sizeof one, &one);
         volatile unsigned long x = 0;
         for (;;) x = x + 1;
       }

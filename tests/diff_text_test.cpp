@@ -71,6 +71,18 @@ void expect_golden(const std::string& out, const std::string& name) {
                 << out;
 }
 
+// Words wrap at the width with the continuation indented; a path wider than the line is never cut (CI's
+// clone under /check/work/... made `show` print a bundle's path in two pieces that could not be copied).
+TEST(TextWrap, WordsWrapAndAPathWiderThanTheLineStaysWhole) {
+  EXPECT_EQ(wrap("note     one two three four", 20, 9), "note     one two\n         three four");
+  const std::string path = "/check/work/main/tests/fixtures/profile/counters-per-cgroup/trial0.json";
+  EXPECT_EQ(wrap("bundle   " + path, 40, 9), "bundle   " + path);
+  EXPECT_EQ(wrap("read " + path + " first", 40, 2), "read\n  " + path + "\n  first");
+  // A list without spaces breaks after its commas.
+  EXPECT_EQ(wrap("features [\"PLACE_LAG\",\"RUN_TO_PARITY\",\"DELAY_DEQUEUE\"]", 30, 2),
+            "features [\"PLACE_LAG\",\n  \"RUN_TO_PARITY\",\n  \"DELAY_DEQUEUE\"]");
+}
+
 TEST(DiffText, TextForMailIsTheGoldenOutputWithin80Columns) {
   const auto o = qemu_diff("--format text");
   ASSERT_EQ(o.code, 0) << o.out;

@@ -43,7 +43,9 @@ Bundle run_yield(const TempDir& dir, const std::string& params) {
   if (files.size() != 1) throw std::runtime_error("no bundle");
   auto show = schedlab("show " + files[0].string());
   EXPECT_EQ(show.code, 0) << show.out;
-  EXPECT_NE(show.out.find("ns_per_yield *"), std::string::npos) << show.out;
+  // The one-line-per-instance table (#21): instance, headline, median, CV, n, status.
+  EXPECT_NE(show.out.find("yield     ns_per_yield"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("3 ok"), std::string::npos) << show.out;
   return load_bundle(files[0]);
 }
 
@@ -53,10 +55,14 @@ double median_metric(const Instance& in, const std::string& name) {
   return median(v);
 }
 
-// Switches of the whole repetition: the counter against the kernel's rusage of the same tree.
+// Switches of the whole repetition: the counter against the kernel's rusage of the same tree. Exact only
+// where the counter counted the workload's cgroup; a system-scope count (#22's default) also counts what
+// else switched on the counted CPUs (idle, kworkers), which on an uncontended yield outnumbers the loop's
+// own handful, so callers that compare exactly ask for `--counter-scope cgroup`.
 void expect_switch_counter_matches_rusage(const Repetition& r, double rel_tol, double abs_tol) {
   const auto& cs = r.counters.at("perf::CONTEXT-SWITCHES");
   ASSERT_TRUE(cs.ok()) << cs.reason;
+  ASSERT_EQ(cs.scope, "cgroup") << "repetition " << r.index;
   double ru =
       r.rusage.at("voluntary_switches").get<double>() + r.rusage.at("involuntary_switches").get<double>();
   EXPECT_NEAR(cs.value, ru, std::max(abs_tol, rel_tol * ru)) << "repetition " << r.index;
@@ -66,7 +72,7 @@ TEST(YieldAcceptance, AloneMatchesTheBareLoopAndRusage) {
   TempDir dir;
   std::vector<double> bare;
   bare.push_back(bare_yield("1000000").at("ns_per_yield"));
-  Bundle b = run_yield(dir, "");
+  Bundle b = run_yield(dir, "--counter-scope cgroup");
   bare.push_back(bare_yield("1000000").at("ns_per_yield"));
   bare.push_back(bare_yield("1000000").at("ns_per_yield"));
 
@@ -119,8 +125,16 @@ TEST(YieldAcceptance, SpinningCompetitorOnTheSameCpu) {
   for (const auto& r : in.repetitions) {
     ASSERT_EQ(r.status, "ok") << r.reason;
     rate.push_back(r.metrics.at("involuntary_switches").value / r.metrics.at("yields").value);
-    expect_switch_counter_matches_rusage(r, 0.02, 4);
-    EXPECT_GT(r.counters.at("perf::CONTEXT-SWITCHES").value, 500);  // contended: hundreds of switches
+    // The default scope counts the pinned CPU system-wide: the loop's and its competitor's switches,
+    // which rusage sees too, plus the few of other tasks on that CPU (never fewer than rusage).
+    const auto& cs = r.counters.at("perf::CONTEXT-SWITCHES");
+    ASSERT_TRUE(cs.ok()) << cs.reason;
+    EXPECT_EQ(cs.scope, "system-cpus");
+    const double ru =
+        r.rusage.at("voluntary_switches").get<double>() + r.rusage.at("involuntary_switches").get<double>();
+    EXPECT_GE(cs.value, ru - 4) << "repetition " << r.index;
+    EXPECT_LE(cs.value, ru * 1.02 + 100) << "repetition " << r.index;
+    EXPECT_GT(cs.value, 500);  // contended: hundreds of switches
   }
   // The runner killed the competitor with its repetition: no schedlab thread is left anywhere.
   EXPECT_EQ(testing::threads_named("schedlab-"), std::vector<std::string>{});
