@@ -85,12 +85,23 @@ def counted(binary, params, repetitions=3, hog_cpu=None):
             subprocess.run(cmd, check=True, capture_output=True)
             (path,) = glob.glob(os.path.join(out, "*.json"))
             with open(path) as f:
-                inst = json.load(f)["instances"][0]
+                bundle = json.load(f)
     finally:
         if hog:
             hog.kill()
             hog.wait()
-    return inst["repetitions"], inst["diagnostics"][0]
+    inst = bundle["instances"][0]
+    return [with_counter_defaults(bundle, r) for r in inst["repetitions"]], \
+        with_counter_defaults(bundle, inst["diagnostics"][0])
+
+
+def with_counter_defaults(bundle, rep):
+    """A repetition with each counter's full reading: a schedlab.result/2 bundle keeps the fields every
+    reading of a counter shares once, in `counter_defaults` (README, "The result bundle")."""
+    defaults = bundle.get("counter_defaults", {})
+    rep = dict(rep)
+    rep["counters"] = {ev: {**defaults.get(ev, {}), **c} for ev, c in rep["counters"].items()}
+    return rep
 
 
 def agreement(binary, name, params, rounds):
