@@ -42,15 +42,33 @@ std::string status_text(const Instance& in) {
 }
 
 // What a reader should know before trusting the line: a failed warm-up, a kernel that was tainted or
-// switched its clocksource during a repetition, processes the workload left behind.
+// switched its clocksource during a repetition, processes the workload left behind, and counters that
+// are not the workload's alone (other tasks on its CPUs, #22) or are estimates (multiplexed).
 std::string instance_warnings(const Instance& in) {
   std::set<std::string> out;
   if (in.warmup && !in.warmup->ok()) out.insert("warm-up " + in.warmup->status);
+  int contaminated = 0, multiplexed = 0;
+  double worst_share = 0;
   for (const auto& r : in.repetitions) {
     if (r.kernel.value("tainted", false)) out.insert("kernel tainted");
     if (r.kernel.value("clocksource_changed", false)) out.insert("clocksource changed");
     if (r.isolation.value("stray_processes", 0) > 0) out.insert("stray processes killed");
+    bool dirty = false, scaled = false;
+    for (const auto& [name, c] : r.counters) {
+      if (c.contaminated) {
+        dirty = true;
+        worst_share = std::max(worst_share, c.foreign_share);
+      }
+      scaled = scaled || c.multiplexed();
+    }
+    contaminated += dirty ? 1 : 0;
+    multiplexed += scaled ? 1 : 0;
   }
+  const auto n = in.repetitions.size();
+  if (contaminated > 0)
+    out.insert(fmt::format("counters contaminated in {}/{} (other tasks up to {:.0f}%)", contaminated, n,
+                           100 * worst_share));
+  if (multiplexed > 0) out.insert(fmt::format("counters multiplexed in {}/{}", multiplexed, n));
   std::string text;
   for (const auto& w : out) text += (text.empty() ? "" : "; ") + w;
   return text;
