@@ -12,11 +12,12 @@ Cases (ns per yield, median over rounds of the per-round ratio schedlab / bare):
                  and `perf stat -a` (system wide) with the same software events
 Counters on / --no-counters, same round: alone and switch-heavy (yield), and tbench ops/s (2 s runs).
 Then what the default counts (--attribution cgroup: a diagnostic repetition counted on the workload's
-cgroup, compared with the timed repetitions' counts on the CPUs): context switches and task clock of the
+cgroup, compared with the timed repetitions' counts: task clock on the CPUs, context switches from the kernel's
+per-task accounting of the tree, since the software context-switches event costs every switch even on CPUs): of the
 switch-heavy loop and of one yielder pinned alone; and a hog on the loop's CPU, which must be flagged
 `contaminated` with its share.
 
-Usage: bench/harness_overhead.py [--rounds N] [--build DIR] [--skip-tbench]     (target: every ratio within 3%)
+Usage: bench/harness_overhead.py [--rounds N] [--build DIR] [--skip-tbench] [--agreement-only]     (target: every ratio within 3%)
 """
 import argparse
 import glob
@@ -33,11 +34,13 @@ def bare(binary, args):
 
 
 SOFTWARE_EVENTS = "context-switches,cpu-migrations,task-clock,page-faults"
+# What schedlab's default opens on the CPUs: the switches come from the kernel's accounting (#22).
+SOFTWARE_EVENTS_ON_CPUS = "cpu-migrations,task-clock,page-faults"
 
 
-def perf_stat(binary, args, system_wide=False):
+def perf_stat(binary, args, system_wide=False, events=SOFTWARE_EVENTS):
     """The bare loop under `perf stat` with the software events of schedlab's default set."""
-    cmd = ["perf", "stat", "-x,", "-o", "/dev/null", "-e", SOFTWARE_EVENTS] + (["-a"] if system_wide else [])
+    cmd = ["perf", "stat", "-x,", "-o", "/dev/null", "-e", events] + (["-a"] if system_wide else [])
     return bare_cmd(cmd + [binary] + [str(a) for a in args])
 
 
@@ -104,9 +107,22 @@ def with_counter_defaults(bundle, rep):
     return rep
 
 
+def accounted(rep, ev):
+    """What the default reads for `ev` from the kernel's accounting, in any repetition: the tree's rusage
+    switches, the cgroup's cpu.stat CPU time (ns)."""
+    if ev == "perf::CONTEXT-SWITCHES":
+        return rep["rusage"]["voluntary_switches"] + rep["rusage"]["involuntary_switches"]
+    return rep["isolation"]["cpu_stat"]["usage_usec"] * 1000.0
+
+
 def agreement(binary, name, params, rounds):
-    """Median over rounds of timed (on CPUs) / diagnostic (on the cgroup) counts."""
+    """Two comparisons with the diagnostic repetition counted by perf on the workload's cgroup, medians over
+    rounds: (1) the timed repetitions' counts against it (a different run: the diagnostic one runs slower by
+    perf's per-switch cost, which a CPU time shows and a switch count does not); (2) within that same
+    repetition, perf's cgroup count against the kernel's accounting the default reads (the method alone)."""
     events = {"perf::CONTEXT-SWITCHES": [], "perf::TASK-CLOCK": []}
+    same = {ev: [] for ev in events}
+    scopes = {}
     shares = []
     for _ in range(rounds):
         timed, diag = counted(binary, params)
@@ -114,12 +130,17 @@ def agreement(binary, name, params, rounds):
             t = statistics.median(r["counters"][ev]["value"] for r in timed)
             d = diag["counters"][ev]["value"]
             assert diag["counters"][ev]["scope"] == "cgroup", diag["counters"][ev]
-            assert all(r["counters"][ev]["scope"] == "system-cpus" for r in timed)
+            scopes[ev] = sorted({r["counters"][ev]["scope"] for r in timed})
             events[ev].append(t / d)
+            same[ev].append((accounted(diag, ev), d))
         shares += [r["counter_window"].get("other_share", float("nan")) for r in timed]
     for ev, ratios in events.items():
-        print(f"  {name:<34} {ev:<24} timed (CPUs) / diagnostic (cgroup): median {statistics.median(ratios):.3f} "
-              f"over {len(ratios)} rounds ({min(ratios):.3f}..{max(ratios):.3f})")
+        print(f"  {name:<34} {ev:<24} timed ({'/'.join(scopes[ev])}) / diagnostic (perf on the cgroup): "
+              f"median {statistics.median(ratios):.3f} over {len(ratios)} rounds ({min(ratios):.3f}..{max(ratios):.3f})")
+        r = [a / p for a, p in same[ev]]
+        diffs = [a - p for a, p in same[ev]]
+        print(f"  {'':<34} {'':<24} same repetition, kernel accounting / perf on the cgroup: median "
+              f"{statistics.median(r):.4f} ({min(r):.4f}..{max(r):.4f}); difference median {statistics.median(diffs):.0f}")
     print(f"  {name:<34} other tasks' share of the counted CPUs' busy time: median {statistics.median(shares):.4f}")
 
 
@@ -128,6 +149,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--skip-tbench", action="store_true")
+    ap.add_argument("--agreement-only", action="store_true", help="only what the default counts, and the hog")
     a = ap.parse_args()
     sl, by = os.path.join(a.build, "schedlab"), os.path.join(a.build, "bench", "bare_yield")
     cpu = sorted(os.sched_getaffinity(0))[0]
@@ -147,11 +169,14 @@ def main():
             lambda: perf_stat(by, [200000, 2, cpu]), lambda: bare(by, [200000, 2, cpu])),
         "peer: switch-heavy bare loop under perf stat -a": (
             lambda: perf_stat(by, [200000, 2, cpu], system_wide=True), lambda: bare(by, [200000, 2, cpu])),
+        "peer: ... perf stat -a without context-switches": (
+            lambda: perf_stat(by, [200000, 2, cpu], system_wide=True, events=SOFTWARE_EVENTS_ON_CPUS),
+            lambda: bare(by, [200000, 2, cpu])),
     }
     ratios = {name: [] for name in cases}
     values = {name: ([], []) for name in cases}
     on_off = {"alone (yield)": [], "switch-heavy (yield)": [], "tbench ops/s": []}
-    for r in range(a.rounds):
+    for r in range(0 if a.agreement_only else a.rounds):
         ours = {}
         for name, (run_ours, peer) in cases.items():
             b1, s, b2 = peer(), run_ours(), peer()  # the peer on both sides of ours
@@ -172,7 +197,7 @@ def main():
             on_off["tbench ops/s"].append(off / on)
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
     print(f"{'case':<58} {'measured ns':>12} {'bare ns':>10} {'median ratio':>13} {'q1':>7} {'q3':>7}")
-    for name in cases:
+    for name in cases if not a.agreement_only else []:
         m = statistics.median(ratios[name])
         q1, _, q3 = statistics.quantiles(ratios[name], n=4)
         print(f"{name:<58} {statistics.median(values[name][0]):>12.1f} {statistics.median(values[name][1]):>10.1f} "
@@ -180,7 +205,7 @@ def main():
     print("\nwhat the default counters cost the timed result, per round in one run (slowdown: >1 is slower)")
     worst = 0.0
     for name, rs in on_off.items():
-        if not rs:
+        if len(rs) < 2:
             continue
         m = statistics.median(rs)
         worst = max(worst, m)

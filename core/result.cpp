@@ -30,6 +30,7 @@ json to_json(const CounterReading& c) {
   if (!c.note.empty()) j["note"] = c.note;
   if (!c.scope.empty()) j["scope"] = c.scope;
   if (!c.cost.empty()) j["cost"] = c.cost;
+  if (!c.source.empty()) j["source"] = c.source;
   return j;
 }
 
@@ -100,6 +101,7 @@ CounterReading counter_from_json(const JsonCursor& c) {
   r.note = c.optional_string("note");
   r.scope = c.optional_string("scope");
   r.cost = c.optional_string("cost");
+  r.source = c.optional_string("source");
   return r;
 }
 

@@ -42,7 +42,12 @@ struct CounterReading {
   // "system-cpus" (every task on the workload's CPUs), "cgroup" (per CPU on the repetition's cgroup),
   // "task-tree" (per task, inherited); "system" for the /proc readings of SystemStatsSource.
   std::string scope;
-  std::string cost;           // perf counters: "constant" or "per-switch" (what counting costs a switch)
+  // perf counters: what counting costs a context switch: "constant" (events that stay on their CPU),
+  // "per-switch" (events switched with the task or cgroup), "none" (read from the kernel's own accounting)
+  std::string cost;
+  // Where a perf counter's value came from when not from a perf event: "rusage" or "cgroup cpu.stat" (the
+  // kernel's own accounting, read instead of an event that would cost or say too little on CPUs)
+  std::string source;
   double foreign_share = -1;  // system-cpus: other tasks' share of the counted CPUs' busy time; -1: n/a
   bool contaminated = false;  // foreign_share above the window's threshold: not the workload's count alone
 

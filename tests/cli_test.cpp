@@ -102,11 +102,23 @@ TEST(Cli, TimedRepetitionsCountOnTheCpusAndAttributionCountsTheCgroupApart) {
   const auto& in = bundle.instances.at(0);
   ASSERT_EQ(in.repetitions.size(), 2u);
   for (const auto& rep : in.repetitions) {
+    const auto& faults = rep.counters.at("perf::PAGE-FAULTS");
+    ASSERT_TRUE(faults.ok()) << faults.reason;
+    EXPECT_EQ(faults.scope, "system-cpus");
+    EXPECT_EQ(faults.cost, "constant");
+    EXPECT_GE(faults.foreign_share, 0);
+    // The switches (whose event costs at every switch whatever its scope) and the task clock (on a CPU,
+    // its wall time) come from the kernel's accounting of the workload's tree and cgroup.
     const auto& cs = rep.counters.at("perf::CONTEXT-SWITCHES");
     ASSERT_TRUE(cs.ok()) << cs.reason;
-    EXPECT_EQ(cs.scope, "system-cpus");
-    EXPECT_EQ(cs.cost, "constant");
-    EXPECT_GE(cs.foreign_share, 0);
+    EXPECT_EQ(cs.scope, "task-tree");
+    EXPECT_EQ(cs.cost, "none");
+    EXPECT_EQ(cs.source, "rusage");
+    const auto& clock = rep.counters.at("perf::TASK-CLOCK");
+    ASSERT_TRUE(clock.ok()) << clock.reason;
+    EXPECT_EQ(clock.scope, "cgroup");
+    EXPECT_EQ(clock.source, "cgroup cpu.stat");
+    EXPECT_NEAR(clock.value * 1e-9, rep.counter_window.value("workload_s", 0.0), 0.001) << rep.counter_window;
     // same-cpu pins the one yielder: only its CPU is counted.
     ASSERT_TRUE(rep.counter_window.contains("cpus")) << rep.counter_window;
     EXPECT_EQ(rep.counter_window["cpus"].size(), 1u) << rep.counter_window;

@@ -277,7 +277,7 @@ TEST_F(Diff, CountsTakenBesideAHogAreMarkedContaminatedAndMultiplexedOnesAsEstim
   auto j = nlohmann::json::parse(o.out);
   bool marked = false;
   for (const auto& m : j["instances"][0]["metrics"]) {
-    if (m["kind"] != "counter" || m["name"] != "perf::CONTEXT-SWITCHES") continue;
+    if (m["kind"] != "counter" || m["name"] != "perf::PAGE-FAULTS") continue;
     for (const auto& q : m["quality"]) {
       if (q["side"] != j["sides"][1]["name"]) continue;
       marked = q["contaminated_repetitions"].get<int>() > 0;

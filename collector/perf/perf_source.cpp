@@ -30,6 +30,18 @@ bool is_context_switches(const perf_event_attr& a) {
   return a.type == PERF_TYPE_SOFTWARE && a.config == PERF_COUNT_SW_CONTEXT_SWITCHES;
 }
 
+bool is_task_clock(const perf_event_attr& a) {
+  return a.type == PERF_TYPE_SOFTWARE && a.config == PERF_COUNT_SW_TASK_CLOCK;
+}
+
+// What the kernel's accounting counts as the perf event does. Switches: nvcsw + nivcsw and the event are
+// both incremented in __schedule when prev != next. Task clock: the tasks' runtime. With a privilege-level
+// modifier the event counts something else (a user-level switch count reads 0): that stays perf's.
+bool read_from_accounting(const EncodedEvent& e) {
+  return e.encoded && (is_context_switches(e.attr) || is_task_clock(e.attr)) && !e.attr.exclude_kernel &&
+         !e.attr.exclude_user;
+}
+
 }  // namespace
 
 void apply_readouts(CounterReading& r, const std::vector<CountReadout>& readouts) {
@@ -207,7 +219,10 @@ void PerfSource::attach(const AttachTarget& target) {
   for (const auto& name : events_) {
     Counter c;
     c.event = encode_event(name);
-    if (c.event.encoded) {
+    const bool counting_on_cpus = scope_ == CounterScope::kAuto || scope_ == CounterScope::kSystem;
+    if (counting_on_cpus && read_from_accounting(c.event)) {
+      c.from_accounting = true;
+    } else if (c.event.encoded) {
       switch (scope_) {
         case CounterScope::kAuto:
           if (!open_on_cpus(c, target)) {
@@ -309,16 +324,74 @@ void PerfSource::note_window(Repetition& rep) {
   }
 }
 
+CounterReading PerfSource::read_accounting(const Counter& c, const Repetition& rep) const {
+  CounterReading r;
+  r.encoding = c.event.canonical;
+  r.cost = "none";
+  // Both sources cover the tree from its start to its reaping: about the repetition's duration.
+  r.time_enabled_ns = r.time_running_ns = static_cast<std::uint64_t>(std::max(0.0, rep.duration_s) * 1e9);
+  auto rusage_number = [&](const char* key) -> std::optional<double> {
+    const auto it = rep.rusage.find(key);
+    if (it == rep.rusage.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  if (is_context_switches(c.event.attr)) {
+    const auto voluntary = rusage_number("voluntary_switches");
+    const auto involuntary = rusage_number("involuntary_switches");
+    if (!voluntary || !involuntary) {
+      r.status = status::kNotCounted;
+      r.reason = "the repetition's process tree left no rusage to read its switches from";
+      return r;
+    }
+    r.raw = static_cast<std::uint64_t>(*voluntary + *involuntary);
+    r.value = static_cast<double>(r.raw);
+    r.scope = "task-tree";
+    r.source = "rusage";
+    r.note =
+        "the switches of the repetition's reaped process tree from the kernel's per-task accounting (rusage "
+        "voluntary + involuntary), always on: the perf event would cost every switch of the counted CPUs";
+    return r;
+  }
+  r.unit = "ns";
+  const std::string steal_note =
+      "; unlike perf's clock it leaves out time the hypervisor stole (system.steal_s); a task clock "
+      "counted on the CPUs would be their wall time, idle included";
+  if (const auto cgroup_s = cgroup_cpu_seconds(target_.cgroup)) {
+    r.value = *cgroup_s * 1e9;
+    r.scope = "cgroup";
+    r.source = "cgroup cpu.stat";
+    r.note = "the CPU time of the repetition's cgroup from the kernel's accounting (cpu.stat usage_usec)" +
+             steal_note;
+  } else {
+    const auto user = rusage_number("user_s");
+    const auto system = rusage_number("system_s");
+    if (!user || !system) {
+      r.status = status::kNotCounted;
+      r.reason = "the repetition has no cgroup of its own and its process tree left no rusage";
+      return r;
+    }
+    r.value = (*user + *system) * 1e9;
+    r.scope = "task-tree";
+    r.source = "rusage";
+    r.note = "the CPU time of the repetition's reaped process tree from the kernel's accounting " +
+             std::string("(rusage user + system)") + steal_note;
+  }
+  r.raw = static_cast<std::uint64_t>(r.value);
+  return r;
+}
+
 void PerfSource::collect(Repetition& rep) {
   for (auto& c : counters_) {
+    if (c.from_accounting) {
+      rep.counters[c.event.name] = read_accounting(c, rep);
+      continue;
+    }
     CounterReading r = read(c);
     if (c.event.encoded && is_switch_event(c.event.attr) && c.event.attr.exclude_kernel)
       r.note = "counted at user level only: software switch events happen in the kernel and read 0 this way";
-    if (r.ok() && r.scope == "system-cpus" && (is_clock(c.event.attr) || is_context_switches(c.event.attr)))
-      r.note +=
-          std::string(r.note.empty() ? "" : "; ") +
-          "counted on the workload's CPUs: this counts their idle time and switches to and from idle too "
-          "(counter_window.idle_share)";
+    if (r.ok() && r.scope == "system-cpus" && is_clock(c.event.attr))
+      r.note += std::string(r.note.empty() ? "" : "; ") +
+                "counted on the workload's CPUs: this counts their idle time too (counter_window.idle_share)";
     if (!c.fallback_note.empty()) r.note += (r.note.empty() ? "" : "; ") + c.fallback_note;
     rep.counters[c.event.name] = r;
   }

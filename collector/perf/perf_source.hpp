@@ -40,6 +40,14 @@ std::string perf_open_advice(int err);
 //              ("per-switch"); what `perf stat` does.
 //   kAuto      kSystem, or kTaskTree where counting on CPUs is not permitted (perf_event_paranoid > 0
 //              without CAP_PERFMON); the reason is in each counter's note.
+// Two software events are read from the kernel's own accounting in kSystem and kAuto (cost class "none",
+// `source` says where from), because counted on CPUs they cost or say too little:
+//   context-switches  counted in the switch path itself, whatever the scope (~250 ns a switch on this VM,
+//                     even system wide): the voluntary + involuntary switches of the reaped tree (rusage).
+//   task-clock        on a CPU it is the window's wall time, idle included: the CPU time of the
+//                     repetition's cgroup (cpu.stat usage_usec), else of the reaped tree (rusage).
+// Both are the workload's own, never contaminated by the CPUs' other tasks. --attribution and the
+// cgroup and task scopes count them with perf.
 enum class CounterScope { kAuto, kSystem, kCgroup, kTaskTree };
 CounterScope parse_counter_scope(const std::string& text);  // auto | system | cgroup | task
 std::string to_string(CounterScope scope);
@@ -67,7 +75,8 @@ class PerfSource : public Source {
     std::string scope;
     int open_errno = 0;
     std::string open_reason;
-    std::string fallback_note;  // why the automatic scope fell back to the task tree
+    std::string fallback_note;     // why the automatic scope fell back to the task tree
+    bool from_accounting = false;  // read from the kernel's accounting instead of a perf event (see above)
   };
   bool open_per_cpu(Counter& c, int pid_or_cgroup_fd, const std::vector<int>& cpus, unsigned long flags,
                     const std::string& what);
@@ -75,6 +84,7 @@ class PerfSource : public Source {
   bool open_on_cgroup(Counter& c, const AttachTarget& target);
   bool open_on_task_tree(Counter& c, const AttachTarget& target);
   CounterReading read(Counter& c) const;
+  CounterReading read_accounting(const Counter& c, const Repetition& rep) const;
   void note_window(Repetition& rep);
   void close_all();
 
