@@ -37,6 +37,14 @@ bool is_task_clock(const perf_event_attr& a) {
 // What the kernel's accounting counts as the perf event does. Switches: nvcsw + nivcsw and the event are
 // both incremented in __schedule when prev != next. Task clock: the tasks' runtime. With a privilege-level
 // modifier the event counts something else (a user-level switch count reads 0): that stays perf's.
+// The sum of two fields of the repetition's rusage; nullopt when it lacks either.
+std::optional<double> rusage_sum(const Repetition& rep, const char* a, const char* b) {
+  const auto x = rep.rusage.find(a), y = rep.rusage.find(b);
+  if (x == rep.rusage.end() || y == rep.rusage.end() || !x->is_number() || !y->is_number())
+    return std::nullopt;
+  return x->get<double>() + y->get<double>();
+}
+
 bool read_from_accounting(const EncodedEvent& e) {
   return e.encoded && (is_context_switches(e.attr) || is_task_clock(e.attr)) && !e.attr.exclude_kernel &&
          !e.attr.exclude_user;
@@ -296,7 +304,7 @@ CounterReading PerfSource::read(Counter& c) const {
   return r;
 }
 
-void PerfSource::note_window(Repetition& rep) {
+void PerfSource::note_window(Repetition& rep, const WorkloadCpu& workload_cpu) {
   const bool on_cpus = std::any_of(rep.counters.begin(), rep.counters.end(),
                                    [](const auto& kv) { return kv.second.scope == "system-cpus"; });
   if (!on_cpus) return;
@@ -309,13 +317,10 @@ void PerfSource::note_window(Repetition& rep) {
     return;
   }
   const double elapsed = monotonic_seconds() - enabled_at_s_;
-  std::string workload_source = "cgroup cpu.stat usage_usec";
-  auto workload_s = cgroup_cpu_seconds(target_.cgroup);
-  if (!workload_s) {
-    workload_source = "rusage of the process tree";
-    workload_s = rep.rusage.value("user_s", 0.0) + rep.rusage.value("system_s", 0.0);
-  }
-  const auto window = make_window(*busy_before_, *after, elapsed, *workload_s, workload_source);
+  const std::string workload_source =
+      workload_cpu.from_cgroup ? "cgroup cpu.stat usage_usec" : "rusage of the process tree";
+  const auto window =
+      make_window(*busy_before_, *after, elapsed, workload_cpu.seconds.value_or(0.0), workload_source);
   rep.counter_window = window.to_json();
   for (auto& [name, c] : rep.counters) {
     if (c.scope != "system-cpus" || !c.ok()) continue;
@@ -324,26 +329,26 @@ void PerfSource::note_window(Repetition& rep) {
   }
 }
 
-CounterReading PerfSource::read_accounting(const Counter& c, const Repetition& rep) const {
+PerfSource::WorkloadCpu PerfSource::workload_cpu(const Repetition& rep) const {
+  if (auto cgroup_s = cgroup_cpu_seconds(target_.cgroup)) return {cgroup_s, true};
+  return {rusage_sum(rep, "user_s", "system_s"), false};
+}
+
+CounterReading PerfSource::read_accounting(const Counter& c, const Repetition& rep,
+                                           const WorkloadCpu& workload_cpu) const {
   CounterReading r;
   r.encoding = c.event.canonical;
   r.cost = "none";
   // Both sources cover the tree from its start to its reaping: about the repetition's duration.
   r.time_enabled_ns = r.time_running_ns = static_cast<std::uint64_t>(std::max(0.0, rep.duration_s) * 1e9);
-  auto rusage_number = [&](const char* key) -> std::optional<double> {
-    const auto it = rep.rusage.find(key);
-    if (it == rep.rusage.end() || !it->is_number()) return std::nullopt;
-    return it->get<double>();
-  };
   if (is_context_switches(c.event.attr)) {
-    const auto voluntary = rusage_number("voluntary_switches");
-    const auto involuntary = rusage_number("involuntary_switches");
-    if (!voluntary || !involuntary) {
+    const auto switches = rusage_sum(rep, "voluntary_switches", "involuntary_switches");
+    if (!switches) {
       r.status = status::kNotCounted;
       r.reason = "the repetition's process tree left no rusage to read its switches from";
       return r;
     }
-    r.raw = static_cast<std::uint64_t>(*voluntary + *involuntary);
+    r.raw = static_cast<std::uint64_t>(*switches);
     r.value = static_cast<double>(r.raw);
     r.scope = "task-tree";
     r.source = "rusage";
@@ -352,38 +357,30 @@ CounterReading PerfSource::read_accounting(const Counter& c, const Repetition& r
         "voluntary + involuntary), always on: the perf event would cost every switch of the counted CPUs";
     return r;
   }
+  if (!workload_cpu.seconds) {
+    r.status = status::kNotCounted;
+    r.reason = "the repetition has no cgroup of its own and its process tree left no rusage";
+    return r;
+  }
   r.unit = "ns";
-  const std::string steal_note =
+  r.value = *workload_cpu.seconds * 1e9;
+  r.raw = static_cast<std::uint64_t>(r.value);
+  r.scope = workload_cpu.from_cgroup ? "cgroup" : "task-tree";
+  r.source = workload_cpu.from_cgroup ? "cgroup cpu.stat" : "rusage";
+  r.note =
+      std::string("the CPU time of the repetition's ") +
+      (workload_cpu.from_cgroup ? "cgroup from the kernel's accounting (cpu.stat usage_usec)"
+                                : "reaped process tree from the kernel's accounting (rusage user + system)") +
       "; unlike perf's clock it leaves out time the hypervisor stole (system.steal_s); a task clock "
       "counted on the CPUs would be their wall time, idle included";
-  if (const auto cgroup_s = cgroup_cpu_seconds(target_.cgroup)) {
-    r.value = *cgroup_s * 1e9;
-    r.scope = "cgroup";
-    r.source = "cgroup cpu.stat";
-    r.note = "the CPU time of the repetition's cgroup from the kernel's accounting (cpu.stat usage_usec)" +
-             steal_note;
-  } else {
-    const auto user = rusage_number("user_s");
-    const auto system = rusage_number("system_s");
-    if (!user || !system) {
-      r.status = status::kNotCounted;
-      r.reason = "the repetition has no cgroup of its own and its process tree left no rusage";
-      return r;
-    }
-    r.value = (*user + *system) * 1e9;
-    r.scope = "task-tree";
-    r.source = "rusage";
-    r.note = "the CPU time of the repetition's reaped process tree from the kernel's accounting " +
-             std::string("(rusage user + system)") + steal_note;
-  }
-  r.raw = static_cast<std::uint64_t>(r.value);
   return r;
 }
 
 void PerfSource::collect(Repetition& rep) {
+  const auto cpu = workload_cpu(rep);  // read once: the task clock and the window both use it
   for (auto& c : counters_) {
     if (c.from_accounting) {
-      rep.counters[c.event.name] = read_accounting(c, rep);
+      rep.counters[c.event.name] = read_accounting(c, rep, cpu);
       continue;
     }
     CounterReading r = read(c);
@@ -395,7 +392,7 @@ void PerfSource::collect(Repetition& rep) {
     if (!c.fallback_note.empty()) r.note += (r.note.empty() ? "" : "; ") + c.fallback_note;
     rep.counters[c.event.name] = r;
   }
-  note_window(rep);
+  note_window(rep, cpu);
   close_all();
 }
 

@@ -83,9 +83,16 @@ class PerfSource : public Source {
   bool open_on_cpus(Counter& c, const AttachTarget& target);
   bool open_on_cgroup(Counter& c, const AttachTarget& target);
   bool open_on_task_tree(Counter& c, const AttachTarget& target);
+  // The workload's CPU time from the kernel's accounting: its cgroup's cpu.stat, else its tree's rusage.
+  struct WorkloadCpu {
+    std::optional<double> seconds;
+    bool from_cgroup = false;
+  };
+  WorkloadCpu workload_cpu(const Repetition& rep) const;
   CounterReading read(Counter& c) const;
-  CounterReading read_accounting(const Counter& c, const Repetition& rep) const;
-  void note_window(Repetition& rep);
+  CounterReading read_accounting(const Counter& c, const Repetition& rep,
+                                 const WorkloadCpu& workload_cpu) const;
+  void note_window(Repetition& rep, const WorkloadCpu& workload_cpu);
   void close_all();
 
   std::vector<std::string> events_;
