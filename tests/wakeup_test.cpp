@@ -2,6 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
 
 #include "cli_util.hpp"
 #include "core/bundle_io.hpp"
@@ -98,6 +104,96 @@ TEST(Wakeup, KernbenchLoadRunsBesideAndIsGoneAfter) {
     EXPECT_EQ(cmdline.find(tree), std::string::npos) << proc << ": " << cmdline;
     EXPECT_NE(cwd.string().rfind(tree, 0), 0u) << proc << " works in " << cwd;
   }
+}
+
+// The nice value field of /proc/.../stat (the 19th), or nullopt when the task is gone.
+std::optional<int> nice_of(const std::filesystem::path& stat_file) {
+  const auto stat = testing::slurp(stat_file);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 19; ++i)
+    if (!(rest >> field)) return std::nullopt;
+  return std::stoi(field);
+}
+
+// The 2003 starvation experiment as a wakeup configuration: a nice 19 task waking beside `nice make -j`.
+// Watched from outside while it runs: every process of the load (working in the cache's tree) is at nice
+// 10 and every waking thread at nice 19.
+TEST(Wakeup, StarvationRunsANice19WakerBesideANicedMake) {
+  TempDir dir;
+  TempDir cache;
+  std::atomic<bool> running{true};
+  std::map<pid_t, int> load_nice;
+  std::map<std::string, int> waker_nice;
+  std::thread watcher([&] {
+    std::error_code ec;
+    while (running) {
+      for (const pid_t pid : testing::descendant_pids()) {
+        const std::filesystem::path proc = "/proc/" + std::to_string(pid);
+        const auto cwd = std::filesystem::read_symlink(proc / "cwd", ec).string();
+        if (!ec && cwd.rfind(cache.path().string(), 0) == 0)
+          if (auto n = nice_of(proc / "stat")) load_nice[pid] = *n;
+        for (const auto& task : std::filesystem::directory_iterator(proc / "task", ec))
+          if (testing::slurp(task.path() / "comm").rfind("schedlab-wake", 0) == 0)
+            if (auto n = nice_of(task.path() / "stat")) waker_nice[task.path().string()] = *n;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto r = run_wakeup(dir, "--cache-dir " + cache.path().string() +
+                               " --param wakeup.threads=1 --param wakeup.period_us=1000 "
+                               "--param wakeup.duration_s=2 --param wakeup.nice=19 "
+                               "--param wakeup.load=kernbench --param wakeup.load_nice=10");
+  running = false;
+  watcher.join();
+  expect_consistent(r, 1, 2, 1000);
+  EXPECT_EQ(r.details.at("load").at("nice"), 10);
+  EXPECT_EQ(r.details.at("load_nice"), 10);
+  ASSERT_FALSE(load_nice.empty()) << "no process of the load was seen working in " << cache.path();
+  for (const auto& [pid, nice] : load_nice) EXPECT_EQ(nice, 10) << "load process " << pid;
+  ASSERT_FALSE(waker_nice.empty()) << "no waking thread was seen";
+  for (const auto& [task, nice] : waker_nice) EXPECT_EQ(nice, 19) << task;
+  EXPECT_EQ(testing::threads_named("schedlab-"), std::vector<std::string>{});
+}
+
+TEST(Wakeup, LoadNiceNeedsALoadAndItsRange) {
+  auto none = schedlab("run --workload wakeup --param wakeup.load_nice=5");
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("wakeup.load_nice: there is no load to nice (wakeup.load is none)"),
+            std::string::npos)
+      << none.out;
+  auto range = schedlab("run --workload wakeup --param wakeup.load=hogs:1 --param wakeup.load_nice=20");
+  EXPECT_EQ(range.code, 2) << range.out;
+  EXPECT_NE(range.out.find("wakeup.load_nice"), std::string::npos) << range.out;
+}
+
+// Hogs take the load's nice value too: seen on the hog threads while they spin.
+TEST(Wakeup, HogsRunAtTheLoadsNiceValue) {
+  TempDir dir;
+  std::atomic<bool> running{true};
+  std::map<std::string, int> hog_nice;
+  std::thread watcher([&] {
+    std::error_code ec;
+    while (running) {
+      for (const pid_t pid : testing::descendant_pids())
+        for (const auto& task :
+             std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+          if (testing::slurp(task.path() / "comm").rfind("schedlab-hog", 0) == 0)
+            if (auto n = nice_of(task.path() / "stat")) hog_nice[task.path().string()] = *n;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto r = run_wakeup(dir,
+                      "--param wakeup.threads=1 --param wakeup.duration_s=1 --param wakeup.load=hogs:2 "
+                      "--param wakeup.load_nice=7");
+  running = false;
+  watcher.join();
+  expect_consistent(r, 1, 1, 10000);
+  EXPECT_EQ(r.details.at("load_nice"), 7);
+  ASSERT_FALSE(hog_nice.empty()) << "no hog thread was seen";
+  for (const auto& [task, nice] : hog_nice) EXPECT_EQ(nice, 7) << task;
 }
 
 TEST(Wakeup, FifoRuns) {

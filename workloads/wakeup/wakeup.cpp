@@ -28,7 +28,7 @@ namespace {
 constexpr std::uint64_t kMinSamplesForP999 = 10000;
 
 struct Options {
-  int threads, nice, hogs;
+  int threads, nice, hogs, load_nice;
   long long period_ns, timer_slack_ns;
   double duration_s;
   Placement placement;
@@ -52,6 +52,7 @@ Options options_from(const ParamValues& p) {
   return {p.at("threads").get<int>(),
           p.at("nice").get<int>(),
           parse_hogs(p.at("load").get<std::string>()),
+          p.value("load_nice", 0),
           p.at("period_us").get<long long>() * 1000,
           p.at("timer_slack_ns").get<long long>(),
           p.at("duration_s").get<double>(),
@@ -158,6 +159,17 @@ std::vector<ParamSpec> WakeupWorkload::params() const {
        std::nullopt,
        std::nullopt,
        {"none", "hogs:N", "kernbench"}});
+  ParamSpec load_nice{"load_nice",
+                      ParamKind::kInteger,
+                      0,
+                      "",
+                      "nice value of the background load (the hogs, or make and every compiler it starts); "
+                      "the 2003 starvation test ran `nice make -j`: 10",
+                      -20.0,
+                      19.0,
+                      {}};
+  load_nice.omitted_at_default = true;
+  p.push_back(load_nice);
   p.push_back(policy_param("the waking threads"));
   p.push_back(nice_param("the waking threads"));
   p.push_back({"timer_slack_ns",
@@ -196,13 +208,19 @@ std::vector<MetricDesc> WakeupWorkload::metrics() const {
 }
 
 std::map<std::string, std::map<std::string, std::string>> WakeupWorkload::quick_instances() const {
-  return {{"wakeup", {{"duration_s", "2"}}}, {"wakeup-hogs", {{"duration_s", "2"}, {"load", "hogs:2"}}}};
+  // wakeup-starvation: the 2003 experiment, a nice 19 task waking beside a niced make -j.
+  return {{"wakeup", {{"duration_s", "2"}}},
+          {"wakeup-hogs", {{"duration_s", "2"}, {"load", "hogs:2"}}},
+          {"wakeup-starvation",
+           {{"duration_s", "2"}, {"nice", "19"}, {"load", "kernbench"}, {"load_nice", "10"}}}};
 }
 
 void WakeupWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
   auto o = options_from(params);
   if (o.placement == Placement::kSameThread)
     throw InputError("wakeup.placement: same-thread applies to tbench only");
+  if (o.load_nice != 0 && o.hogs == 0 && !o.kernbench_load)
+    throw InputError("wakeup.load_nice: there is no load to nice (wakeup.load is none)");
   assign_cpus(o.placement, o.threads, ctx.topology, ctx.allowed_cpus);
 }
 
@@ -222,10 +240,11 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
   DmaLatencyRequest dma(o.hold_dma_latency);
   // Forks: before any thread exists.
   std::unique_ptr<KernbenchLoad> kernbench_load;
-  if (o.kernbench_load) kernbench_load = std::make_unique<KernbenchLoad>(ctx);
+  if (o.kernbench_load) kernbench_load = std::make_unique<KernbenchLoad>(ctx, o.load_nice);
 
   std::vector<ThreadStats> stats(static_cast<std::size_t>(o.threads));
-  std::vector<std::exception_ptr> errors(stats.size());
+  std::vector<std::exception_ptr> errors(stats.size() + static_cast<std::size_t>(o.hogs));
+  const SchedPolicy hog_policy;  // SCHED_OTHER at wakeup.load_nice
   std::atomic<bool> stop_hogs{false};
   std::latch ready(static_cast<std::ptrdiff_t>(stats.size() + static_cast<std::size_t>(o.hogs) + 1));
   std::atomic<std::int64_t> end_ns{0};
@@ -257,8 +276,13 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
     });
   }
   for (int h = 0; h < o.hogs; ++h) {
-    threads.emplace_back([&] {
-      name_current_thread("schedlab-hog");
+    threads.emplace_back([&, h] {
+      const std::size_t slot = stats.size() + static_cast<std::size_t>(h);
+      try {
+        setup_current_thread({"schedlab-hog", -1, &hog_policy, o.load_nice});
+      } catch (...) {
+        errors[slot] = std::current_exception();
+      }
       ready.arrive_and_wait();
       volatile unsigned long spins = 0;
       while (!stop_hogs.load(std::memory_order_relaxed)) spins = spins + 1;
@@ -309,6 +333,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
   d["mlockall"] = locked ? nlohmann::json(true) : nlohmann::json(errno_text(mlock_errno));
   d["hogs"] = o.hogs;
   d["load"] = load;
+  d["load_nice"] = o.load_nice;
   return result;
 }
 
