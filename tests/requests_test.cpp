@@ -40,6 +40,11 @@ void expect_consistent(const Repetition& r, double duration_s) {
   EXPECT_EQ(count_of(r.details.at("histogram")), metric(r, "wakeups"));
   EXPECT_EQ(count_of(r.details.at("request_histogram")), metric(r, "requests"));
   EXPECT_LE(metric(r, "request_latency_p50_us"), metric(r, "request_latency_p99_us"));
+  if (metric(r, "wakeups") == 0) {  // fixed rate over capacity: no worker ever slept
+    EXPECT_FALSE(r.metrics.contains("wakeup_latency_p50_us"));
+    EXPECT_TRUE(r.details.contains("wakeup_latency_absent"));
+    return;
+  }
   EXPECT_LE(metric(r, "wakeup_latency_p50_us"), metric(r, "wakeup_latency_p99_us"));
   if (metric(r, "wakeups") >= 10000) {
     ASSERT_TRUE(r.metrics.contains("wakeup_latency_p999_us"));
@@ -92,6 +97,25 @@ TEST(Requests, FixedRateKeepsItsScheduleAtALowRate) {
   EXPECT_GE(metric(r, "wakeups"), 100);
   EXPECT_LE(metric(r, "wakeups"), metric(r, "requests"));
   EXPECT_FALSE(r.metrics.contains("wakeup_latency_p999_us"));
+  EXPECT_EQ(testing::threads_named("schedlab-rq"), std::vector<std::string>{});
+}
+
+TEST(Requests, FixedRateOverCapacityCountsFromTheScheduleAndLosesNothing) {
+  // 50,000 requests due in 0.5 s against two workers that take milliseconds each: the queues fill,
+  // the rest is never handed over, and what is queued at the drain limit stays unfinished.
+  const auto r = run_one(
+      "--param requests.rate=100000 --param requests.workers=2 --param requests.duration_s=0.5 "
+      "--param requests.operations=5 --param requests.sleep_us=0");
+  expect_consistent(r, 0.5);
+  const auto unsent = r.details.at("unsent").get<double>();
+  const auto unfinished = r.details.at("unfinished").get<double>();
+  EXPECT_GT(unsent, 0);
+  EXPECT_GT(unfinished, 0);
+  // Every scheduled request is accounted for: done, left queued, or never handed over.
+  EXPECT_EQ(metric(r, "requests") + unfinished + unsent, 50000);
+  // The ones served waited behind each other from their due times, near the start, until up to the
+  // drain limit: latency from the schedule, not from when a worker took them.
+  EXPECT_GE(metric(r, "request_latency_p99_us"), 300000);
   EXPECT_EQ(testing::threads_named("schedlab-rq"), std::vector<std::string>{});
 }
 

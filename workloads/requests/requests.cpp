@@ -145,7 +145,7 @@ std::vector<ParamSpec> RequestsWorkload::params() const {
 std::vector<MetricDesc> RequestsWorkload::metrics() const {
   const auto higher = Direction::kHigherIsBetter, lower = Direction::kLowerIsBetter;
   return {
-      {"requests_s", "req/s", higher, true, "requests completed per second of elapsed_s"},
+      {"requests_s", "ops/s", higher, true, "requests completed per second of elapsed_s"},
       {"wakeup_latency_p50_us", "us", lower, false,
        "median time from the waker's stamp (just before its futex wake) to the woken worker running"},
       {"wakeup_latency_p99_us", "us", lower, true,
@@ -225,7 +225,7 @@ WorkloadResult RequestsWorkload::run(const ParamValues& params, const WorkloadCo
 
   WorkloadResult result;
   auto& m = result.metrics;
-  m["requests_s"] = {static_cast<double>(completed) / elapsed_s, "req/s"};
+  m["requests_s"] = {static_cast<double>(completed) / elapsed_s, "ops/s"};
   m["request_latency_p50_us"] = {request.percentile_us(0.50), "us"};
   m["request_latency_p99_us"] = {request.percentile_us(0.99), "us"};
   m["requests"] = {static_cast<double>(completed), "count"};
