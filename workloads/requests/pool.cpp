@@ -90,10 +90,10 @@ class WorkerLoop {
       w_.wake.arm();
       push_waiting(g_, w_);
       g_.wake.post(0);
-      if (!w_.wake.wait(kBackstopNs)) {
+      // Still listed until the answer comes: listing ourselves again would loop the list. Leaving
+      // listed is harmless, the Worker outlives every message thread.
+      while (!w_.wake.wait(kBackstopNs))
         if (monotonic_ns() > drain_end_ns_) return;
-        continue;  // still listed: the answer will come
-      }
       const std::int64_t now = monotonic_ns();
       const std::int64_t stamp = w_.wake.wake_ns();
       if (stamp == 0) return;  // an unstamped post: the run is over
@@ -240,60 +240,71 @@ PoolResult run_pool(const PoolConfig& c) {
   const ThreadSetup msg_setup{"schedlab-rqmsg", -1, &c.policy, c.nice};
   const ThreadSetup work_setup{"schedlab-rqwork", -1, &c.policy, c.nice};
 
-  for (auto& gp : groups) {
-    Group& g = *gp;
-    for (auto& wp : g.workers) {
-      Worker& w = *wp;
-      worker_threads.emplace_back([&] {
-        std::optional<WorkerLoop> loop;
+  std::ptrdiff_t started = 0;
+  std::exception_ptr spawn_error;
+  try {
+    for (auto& gp : groups) {
+      Group& g = *gp;
+      for (auto& wp : g.workers) {
+        Worker& w = *wp;
+        worker_threads.emplace_back([&] {
+          std::optional<WorkerLoop> loop;
+          try {
+            setup_current_thread(work_setup);
+            set_timer_slack(c.timer_slack_ns);
+            loop.emplace(c, g, w, locks ? &*locks : nullptr);
+          } catch (...) {
+            w.error = std::current_exception();
+          }
+          ready.count_down();
+          go.wait();
+          if (w.error) return;
+          try {
+            loop->run(window.end_ns.load());
+          } catch (...) {
+            w.error = std::current_exception();
+          }
+        });
+        ++started;
+      }
+    }
+    for (std::size_t m = 0; m < groups.size(); ++m) {
+      Group& g = *groups[m];
+      message_threads.emplace_back([&, m] {
         try {
-          setup_current_thread(work_setup);
+          setup_current_thread(msg_setup);
           set_timer_slack(c.timer_slack_ns);
-          loop.emplace(c, g, w, locks ? &*locks : nullptr);
         } catch (...) {
-          w.error = std::current_exception();
+          g.error = std::current_exception();
         }
         ready.count_down();
         go.wait();
-        if (w.error) return;
         try {
-          loop->run(window.end_ns.load());
+          if (!g.error) {
+            if (c.rate > 0)
+              schedule_loop(c, g, static_cast<int>(m), window.start_ns.load(), window.end_ns.load());
+            else
+              answer_loop(g);
+          }
         } catch (...) {
-          w.error = std::current_exception();
+          g.error = std::current_exception();
         }
+        // Fixed rate: the workers drain their queues and leave. Closed loop: nobody is waiting any more.
+        g.over.store(true);
+        for (auto& w : g.workers) w->wake.post(0);
       });
+      ++started;
     }
-  }
-  for (std::size_t m = 0; m < groups.size(); ++m) {
-    Group& g = *groups[m];
-    message_threads.emplace_back([&, m] {
-      try {
-        setup_current_thread(msg_setup);
-        set_timer_slack(c.timer_slack_ns);
-      } catch (...) {
-        g.error = std::current_exception();
-      }
-      ready.count_down();
-      go.wait();
-      try {
-        if (!g.error) {
-          if (c.rate > 0)
-            schedule_loop(c, g, static_cast<int>(m), window.start_ns.load(), window.end_ns.load());
-          else
-            answer_loop(g);
-        }
-      } catch (...) {
-        g.error = std::current_exception();
-      }
-      // Fixed rate: the workers drain their queues and leave. Closed loop: nobody is waiting any more.
-      g.over.store(true);
-      for (auto& w : g.workers) w->wake.post(0);
-    });
+  } catch (...) {
+    // A thread could not be created (a task limit): the ones that were let go with an empty window
+    // leave at once, and are joined before the error is thrown.
+    spawn_error = std::current_exception();
+    ready.count_down(tasks - started);
   }
   ready.wait();
   const std::int64_t start = monotonic_ns();
   window.start_ns = start;
-  window.end_ns = start + static_cast<std::int64_t>(c.duration_s * 1e9);
+  window.end_ns = spawn_error ? 0 : start + static_cast<std::int64_t>(c.duration_s * 1e9);
   go.count_down();
 
   for (auto& t : worker_threads) t.join();
@@ -303,6 +314,7 @@ PoolResult run_pool(const PoolConfig& c) {
     g->wake.post(0);
   }
   for (auto& t : message_threads) t.join();
+  if (spawn_error) std::rethrow_exception(spawn_error);
 
   PoolResult r;
   r.start_ns = start;
