@@ -136,9 +136,10 @@ std::vector<MetricDesc> FairnessWorkload::metrics() const {
        "largest |share / entitled share - 1| x 100 over the tasks (share: its CPU time / its CPU's tasks' "
        "CPU "
        "time in the window; entitled: its nice weight / the weights on its CPU)"},
-      {"jain_index", "ratio", Direction::kHigherIsBetter, true,
-       "Jain's fairness index over share / entitled share: 1 = every task got its weight's share, 1/N = one "
-       "got all"},
+      {"jain_index", "pct", Direction::kHigherIsBetter, true,
+       "Jain's fairness index over share / entitled share, as a percentage: 100 = every task got its "
+       "weight's "
+       "share, 100/N = one got all"},
       {"lightest_max_gap_ms", "ms", Direction::kLowerIsBetter, false,
        "the longest interval the lightest-weight task was kept off the CPU in the window (two consecutive "
        "clock reads of its spin loop >= 20 us apart; 0: never)"},
@@ -272,7 +273,7 @@ WorkloadResult FairnessWorkload::run(const ParamValues& params, const WorkloadCo
   const auto cpus_used = cpus_in_use(cpus, ctx.allowed_cpus);
   auto& m = result.metrics;
   m["max_share_error_pct"] = {fairness::max_share_error(shares) * 100, "pct"};
-  m["jain_index"] = {fairness::jain_index(shares), "ratio"};
+  m["jain_index"] = {fairness::jain_index(shares) * 100, "pct"};
   m["lightest_max_gap_ms"] = {static_cast<double>(lightest_longest) * 1e-6, "ms"};
   m["lightest_p99_gap_ms"] = {lightest_gaps.percentile_us(0.99) * 1e-3, "ms"};
   m["tasks_cpu_pct"] = {total_cpu / (window_ns * static_cast<double>(cpus_used.size())) * 100, "pct"};
