@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "workloads/chat/chat.hpp"
+#include "workloads/fairness/fairness.hpp"
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
 #include "workloads/requests/requests.hpp"
@@ -20,6 +21,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"tbench", [] { return std::make_unique<TbenchWorkload>(); }},
       {"chat", [] { return std::make_unique<ChatWorkload>(); }},
       {"requests", [] { return std::make_unique<RequestsWorkload>(); }},
+      {"fairness", [] { return std::make_unique<FairnessWorkload>(); }},
   };
   return kTable;
 }
