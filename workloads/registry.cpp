@@ -4,6 +4,7 @@
 #include "workloads/chat/chat.hpp"
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
+#include "workloads/sdet/sdet.hpp"
 #include "workloads/tbench/tbench.hpp"
 #include "workloads/wakeup/wakeup.hpp"
 #include "workloads/yield/yield.hpp"
@@ -18,6 +19,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"micro", [] { return std::make_unique<MicroWorkload>(); }},
       {"tbench", [] { return std::make_unique<TbenchWorkload>(); }},
       {"chat", [] { return std::make_unique<ChatWorkload>(); }},
+      {"sdet", [] { return std::make_unique<SdetWorkload>(); }},
   };
   return kTable;
 }
