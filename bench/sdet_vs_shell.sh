@@ -37,6 +37,9 @@ PY
 # The inputs, once: user K's order depends on the seed and K only, so the largest U's export serves all.
 sdet "$max_users" "$work/inputs" >/dev/null
 inputs=$work/inputs
+# The workload's data lives in its cache, written and synced once: so is the shells' copy (files
+# written just before the scripts run cost them more; see workloads/sdet/README.md).
+sync -f "$inputs/data"
 
 shells() {  # U -> scripts per hour of U shell loops
   local run="$work/shell-$1" pids=() k start end

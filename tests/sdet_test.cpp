@@ -91,6 +91,9 @@ TEST(Sdet, EachUserRunsEachBundledScriptOnceInItsOwnOrder) {
     }
     EXPECT_EQ(orders.size(), 3u) << "each user has its own order";
     EXPECT_EQ(r.details.at("script_set").at("scripts"), 12);
+    // The data is the cache's, reused by the next run; the scratch directory goes.
+    EXPECT_TRUE(std::filesystem::is_regular_file(r.details.at("data").at("path").get<std::string>() +
+                                                 "/text/chapter-00.txt"));
     expect_nothing_left(tmp, r);
   }
   // The order is the seed's, the same in every repetition.

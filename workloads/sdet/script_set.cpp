@@ -115,20 +115,19 @@ std::vector<std::size_t> user_order(std::uint64_t seed, int user, std::size_t se
   return out;
 }
 
-void write_data(const fs::path& dir) {
+std::vector<DataFile> data_files() {
   Rng rng(kDataSeed);
   const auto words = vocabulary(rng);
   const auto word = [&] { return words[rng.below(words.size())]; };
-  make_dirs(dir / "text");
+  std::vector<DataFile> files;
   for (int c = 0; c < 8; ++c) {
     std::string text;
     for (int line = 0; line < 300; ++line) {
       for (int w = rng.between(6, 12); w > 0; --w) text += word() + (w > 1 ? " " : "\n");
     }
-    write_file(dir / "text" / fmt::format("chapter-{:02d}.txt", c), text);
+    files.push_back({fs::path("text") / fmt::format("chapter-{:02d}.txt", c), std::move(text)});
   }
   for (const std::string d : {"core", "io", "net", "util"}) {
-    make_dirs(dir / "src" / d);
     for (int i = 0; i < 6; ++i) {
       std::string text = fmt::format("#include \"{}.h\"\n\n", d);
       for (int fn = 0; fn < 8; ++fn) {
@@ -138,20 +137,34 @@ void write_data(const fs::path& dir) {
             "\treturn y + {4};\n}}\n\n",
             stem, fn, rng.between(2, 99), rng.between(100, 999), rng.between(1, 9));
       }
-      write_file(dir / "src" / d / fmt::format("{}{}.c", d, i), text);
+      files.push_back({fs::path("src") / d / fmt::format("{}{}.c", d, i), std::move(text)});
     }
     std::string upper = d;
     std::transform(upper.begin(), upper.end(), upper.begin(), [](char ch) { return ch - 'a' + 'A'; });
-    write_file(dir / "src" / d / (d + ".h"),
-               fmt::format("#ifndef {0}_H\n#define {0}_H\nint {1}_init(void);\n#endif\n", upper, d));
+    files.push_back({fs::path("src") / d / (d + ".h"),
+                     fmt::format("#ifndef {0}_H\n#define {0}_H\nint {1}_init(void);\n#endif\n", upper, d)});
   }
   std::string table;
   for (int i = 0; i < 500; ++i)
     table += fmt::format("{:04d},{},d{},{}\n", i, word(), rng.between(0, 9), rng.between(1, 10000));
-  write_file(dir / "table.csv", table);
+  files.push_back({"table.csv", std::move(table)});
   std::string depts;
   for (int i = 0; i < 10; ++i) depts += fmt::format("d{},{}\n", i, word());
-  write_file(dir / "depts.csv", depts);
+  files.push_back({"depts.csv", std::move(depts)});
+  return files;
+}
+
+std::string data_hash(const std::vector<DataFile>& files) {
+  std::string all;
+  for (const auto& f : files) all += f.path.string() + '\0' + f.text + '\0';
+  return hex64(fnv1a64(all));
+}
+
+void write_data(const fs::path& dir, const std::vector<DataFile>& files) {
+  for (const auto& f : files) {
+    make_dirs((dir / f.path).parent_path());
+    write_file(dir / f.path, f.text);
+  }
 }
 
 void write_scripts(const fs::path& dir, const std::vector<Script>& scripts) {

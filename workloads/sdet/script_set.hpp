@@ -28,9 +28,16 @@ std::string script_set_hash(const std::vector<Script>& scripts);
 // the same on every standard library (std::shuffle's algorithm is not specified).
 std::vector<std::size_t> user_order(std::uint64_t seed, int user, std::size_t set_size, std::size_t count);
 
-// Writes the data files the scripts read ($SDET_DATA): text chapters, a small C-like source tree
-// and two tables, the same bytes every time (a fixed generator seed, unrelated to sdet.seed).
-void write_data(const std::filesystem::path& dir);
+// The data files the scripts read ($SDET_DATA): text chapters, a small C-like source tree and two
+// tables (about 300 kB), the same bytes every time (a fixed generator seed, unrelated to sdet.seed).
+struct DataFile {
+  std::filesystem::path path;  // relative to $SDET_DATA
+  std::string text;
+};
+std::vector<DataFile> data_files();
+// A content key of the files: the name of their directory in the cache.
+std::string data_hash(const std::vector<DataFile>& files);
+void write_data(const std::filesystem::path& dir, const std::vector<DataFile>& files);
 
 // Writes each script as dir/NAME.
 void write_scripts(const std::filesystem::path& dir, const std::vector<Script>& scripts);

@@ -1,5 +1,6 @@
 #include "workloads/sdet/sdet.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "workloads/common/child_group.hpp"
 #include "workloads/common/placement.hpp"
 #include "workloads/common/task_setup.hpp"
+#include "workloads/kernbench/cache_dir.hpp"
 #include "workloads/sdet/scratch.hpp"
 #include "workloads/sdet/script_set.hpp"
 #include "workloads/sdet/user.hpp"
@@ -63,8 +65,9 @@ std::vector<std::vector<std::size_t>> orders(const Options& o, std::size_t set_s
 // What bench/sdet_vs_shell.sh needs to run the same work without schedlab: data/, scripts/, and
 // orders/user-K (user K's scripts, one name a line).
 void export_inputs(const fs::path& dir, const std::vector<Script>& set,
-                   const std::vector<std::vector<std::size_t>>& order) {
-  sdet::write_data(dir / "data");
+                   const std::vector<std::vector<std::size_t>>& order,
+                   const std::vector<sdet::DataFile>& data) {
+  sdet::write_data(dir / "data", data);
   sdet::write_scripts(dir / "scripts", set);
   fs::create_directories(dir / "orders");
   for (std::size_t u = 0; u < order.size(); ++u) {
@@ -72,6 +75,28 @@ void export_inputs(const fs::path& dir, const std::vector<Script>& set,
     for (auto i : order[u]) out << set[i].name << '\n';
     if (!out) throw Error("sdet.export_dir: cannot write the order of user " + std::to_string(u));
   }
+}
+
+// The data the scripts read is written once into the cache (synced before it appears) and reused:
+// files written just before the scripts run cost them more (measured on the reference VM's ext4:
+// plain shells over a fresh copy ran 15% fewer scripts per hour than over an old one), which would
+// make results depend on when the files were written. Without a cache directory, the scratch
+// directory's copy is synced before the users start.
+fs::path data_dir(const WorkloadContext& ctx, const std::vector<sdet::DataFile>& files,
+                  const fs::path& scratch) {
+  if (ctx.cache_dir.empty()) {
+    const auto dir = scratch / "data";
+    sdet::write_data(dir, files);
+    if (int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+      ::syncfs(fd);
+      ::close(fd);
+    }
+    return dir;
+  }
+  const auto dir = ctx.cache_dir / "sdet" / ("data-" + sdet::data_hash(files));
+  fs::create_directories(dir.parent_path());
+  kernbench::publish_directory(dir, [&](const fs::path& tmp) { sdet::write_data(tmp, files); });
+  return dir;
 }
 
 // The scripts' whole environment: nothing of the caller's leaks in (a locale changes what sort does).
@@ -212,12 +237,13 @@ WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContex
   const auto cpus = user_cpus(o, ctx);
   const auto set = sdet::script_set(o.script_dir);
   const auto order = orders(o, set.size());
-  if (!o.export_dir.empty()) export_inputs(o.export_dir, set, order);
+  const auto files = sdet::data_files();
+  if (!o.export_dir.empty()) export_inputs(o.export_dir, set, order, files);
 
   // Everything the users touch is made before they start: only the scripts are timed.
   sdet::Scratch scratch;
-  const auto data = scratch.path() / "data", scripts = scratch.path() / "scripts";
-  sdet::write_data(data);
+  const auto data = data_dir(ctx, files, scratch.path());
+  const auto scripts = scratch.path() / "scripts";
   sdet::write_scripts(scripts, set);
   fs::create_directories(scratch.path() / "logs");
   std::vector<sdet::UserPlan> plans(static_cast<std::size_t>(o.users));
@@ -298,6 +324,7 @@ WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContex
   auto& d = result.details;
   d["users"] = users;
   d["script_set"] = {{"scripts", set.size()}, {"hash", sdet::script_set_hash(set)}};
+  d["data"] = {{"path", data.string()}, {"hash", sdet::data_hash(files)}};
   std::error_code ec;
   d["shell"] = {{"path", sdet::kShell}, {"resolves_to", fs::canonical(sdet::kShell, ec).string()}};
   d["scratch"] = {{"path", scratch.path().string()}, {"filesystem", sdet::filesystem_type(scratch.path())}};
