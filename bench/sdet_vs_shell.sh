@@ -80,9 +80,11 @@ rows = {}
 for line in open(sys.argv[1]):
     u, a, b = line.split()
     rows.setdefault(int(u), []).append((float(a), float(b)))
-print(f"{'U':>3} {'schedlab median':>16} {'shell median':>13} {'ratio':>6}   (scripts/h; ratio = schedlab / shell)")
+print(f"{'U':>3} {'schedlab median':>16} {'shell median':>13} {'ratio':>6} {'paired':>7}   "
+      "(scripts/h; ratio = schedlab / shell of the medians; paired = median of the rounds' ratios)")
 for u in sorted(rows):
     a = statistics.median(x for x, _ in rows[u])
     b = statistics.median(y for _, y in rows[u])
-    print(f"{u:>3} {a:>16.0f} {b:>13.0f} {a / b:>6.3f}")
+    paired = statistics.median(x / y for x, y in rows[u])
+    print(f"{u:>3} {a:>16.0f} {b:>13.0f} {a / b:>6.3f} {paired:>7.3f}")
 PY
