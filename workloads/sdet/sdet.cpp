@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <functional>
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -77,25 +78,25 @@ void export_inputs(const fs::path& dir, const std::vector<Script>& set,
   }
 }
 
-// The data the scripts read is written once into the cache (synced before it appears) and reused:
-// files written just before the scripts run cost them more (measured on the reference VM's ext4:
-// plain shells over a fresh copy ran 15% fewer scripts per hour than over an old one), which would
-// make results depend on when the files were written. Without a cache directory, the scratch
-// directory's copy is synced before the users start.
-fs::path data_dir(const WorkloadContext& ctx, const std::vector<sdet::DataFile>& files,
-                  const fs::path& scratch) {
+// The inputs (the data files and the scripts) are written once into the cache under their content
+// hash, synced before they appear, and reused: files written just before the scripts run cost them
+// more (measured on the reference VM's ext4: plain shells over a fresh copy of the data ran 15%
+// fewer scripts per hour than over an old one), which would make results depend on when the files
+// were written. Without a cache directory, the scratch directory's copy is synced before the start.
+fs::path input_dir(const WorkloadContext& ctx, const std::string& name, const fs::path& scratch,
+                   const std::function<void(const fs::path&)>& fill) {
   if (ctx.cache_dir.empty()) {
-    const auto dir = scratch / "data";
-    sdet::write_data(dir, files);
+    const auto dir = scratch / name;
+    fill(dir);
     if (int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
       ::syncfs(fd);
       ::close(fd);
     }
     return dir;
   }
-  const auto dir = ctx.cache_dir / "sdet" / ("data-" + sdet::data_hash(files));
+  const auto dir = ctx.cache_dir / "sdet" / name;
   fs::create_directories(dir.parent_path());
-  kernbench::publish_directory(dir, [&](const fs::path& tmp) { sdet::write_data(tmp, files); });
+  kernbench::publish_directory(dir, fill);
   return dir;
 }
 
@@ -242,9 +243,10 @@ WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContex
 
   // Everything the users touch is made before they start: only the scripts are timed.
   sdet::Scratch scratch;
-  const auto data = data_dir(ctx, files, scratch.path());
-  const auto scripts = scratch.path() / "scripts";
-  sdet::write_scripts(scripts, set);
+  const auto data = input_dir(ctx, "data-" + sdet::data_hash(files), scratch.path(),
+                              [&](const fs::path& dir) { sdet::write_data(dir, files); });
+  const auto scripts = input_dir(ctx, "scripts-" + sdet::script_set_hash(set), scratch.path(),
+                                 [&](const fs::path& dir) { sdet::write_scripts(dir, set); });
   fs::create_directories(scratch.path() / "logs");
   std::vector<sdet::UserPlan> plans(static_cast<std::size_t>(o.users));
   const std::int64_t deadline_ns = monotonic_ns() + static_cast<std::int64_t>(o.max_duration_s * 1e9);
@@ -325,6 +327,7 @@ WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContex
   d["users"] = users;
   d["script_set"] = {{"scripts", set.size()}, {"hash", sdet::script_set_hash(set)}};
   d["data"] = {{"path", data.string()}, {"hash", sdet::data_hash(files)}};
+  d["scripts_path"] = scripts.string();
   std::error_code ec;
   d["shell"] = {{"path", sdet::kShell}, {"resolves_to", fs::canonical(sdet::kShell, ec).string()}};
   d["scratch"] = {{"path", scratch.path().string()}, {"filesystem", sdet::filesystem_type(scratch.path())}};
