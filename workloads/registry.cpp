@@ -6,6 +6,7 @@
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
 #include "workloads/requests/requests.hpp"
+#include "workloads/sdet/sdet.hpp"
 #include "workloads/tbench/tbench.hpp"
 #include "workloads/wakeup/wakeup.hpp"
 #include "workloads/yield/yield.hpp"
@@ -22,6 +23,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"chat", [] { return std::make_unique<ChatWorkload>(); }},
       {"requests", [] { return std::make_unique<RequestsWorkload>(); }},
       {"fairness", [] { return std::make_unique<FairnessWorkload>(); }},
+      {"sdet", [] { return std::make_unique<SdetWorkload>(); }},
   };
   return kTable;
 }
