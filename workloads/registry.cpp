@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "workloads/chat/chat.hpp"
+#include "workloads/groups/groups.hpp"
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
 #include "workloads/tbench/tbench.hpp"
@@ -18,6 +19,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"micro", [] { return std::make_unique<MicroWorkload>(); }},
       {"tbench", [] { return std::make_unique<TbenchWorkload>(); }},
       {"chat", [] { return std::make_unique<ChatWorkload>(); }},
+      {"groups", [] { return std::make_unique<GroupsWorkload>(); }},
   };
   return kTable;
 }
