@@ -19,6 +19,19 @@ constexpr int kMaxTasks = 100000;
 // Descriptors a process needs beyond the channels (stdio, the start pipes, the runner's, ...).
 constexpr long kSpareDescriptors = 64;
 
+Options options_from_params(const ParamValues& p) {
+  return {p.at("groups").get<int>(),
+          p.at("fds").get<int>(),
+          p.at("loops").get<int>(),
+          p.at("message_bytes").get<int>(),
+          p.at("nice").get<int>(),
+          p.at("transport").get<std::string>() == "pipe" ? Transport::kPipe : Transport::kSocket,
+          p.at("tasks").get<std::string>() == "thread" ? TaskKind::kThread : TaskKind::kProcess,
+          p.at("max_duration_s").get<double>(),
+          parse_placement(p.at("placement").get<std::string>()),
+          parse_policy(p.at("policy").get<std::string>())};
+}
+
 std::vector<int> task_cpus(const Options& o, const WorkloadContext& ctx) {
   if (o.placement == Placement::kSameThread)
     throw InputError("groups.placement: same-thread applies to tbench only");
@@ -122,7 +135,7 @@ std::map<std::string, std::map<std::string, std::string>> GroupsWorkload::quick_
 }
 
 void GroupsWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
-  const auto o = groups::options_from(params);
+  const auto o = options_from_params(params);
   if (o.task_count() > kMaxTasks)
     throw InputError("groups.fds: " + std::to_string(o.groups) + " groups x " + std::to_string(o.fds) +
                      " fds are " + std::to_string(o.task_count()) + " tasks, more than " +
@@ -142,10 +155,10 @@ void GroupsWorkload::validate(const ParamValues& params, const WorkloadContext& 
 }
 
 WorkloadResult GroupsWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
-  const auto o = groups::options_from(params);
+  const auto o = options_from_params(params);
   const auto cpus = task_cpus(o, ctx);
   const auto outcome =
-      o.tasks == TaskKind::kThread ? groups::run_in_threads(o, cpus) : groups::run_in_processes(o, cpus);
+      o.tasks == TaskKind::kThread ? groups::run_in_threads(o, cpus) : groups::run_in_helper(o, cpus);
 
   std::uint64_t messages = 0;
   std::int64_t last_receive_ns = outcome.start_ns;

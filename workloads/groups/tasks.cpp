@@ -21,19 +21,6 @@ void check_stop(const Gate& g, const TaskId& id) {
 
 }  // namespace
 
-Options options_from(const ParamValues& p) {
-  return {p.at("groups").get<int>(),
-          p.at("fds").get<int>(),
-          p.at("loops").get<int>(),
-          p.at("message_bytes").get<int>(),
-          p.at("nice").get<int>(),
-          p.at("transport").get<std::string>() == "pipe" ? Transport::kPipe : Transport::kSocket,
-          p.at("tasks").get<std::string>() == "thread" ? TaskKind::kThread : TaskKind::kProcess,
-          p.at("max_duration_s").get<double>(),
-          parse_placement(p.at("placement").get<std::string>()),
-          parse_policy(p.at("policy").get<std::string>())};
-}
-
 std::string TaskId::describe() const {
   return "group " + std::to_string(group) + (sender ? " sender " : " receiver ") + std::to_string(index);
 }

@@ -4,6 +4,8 @@
 // rounds of one message to every receiver of its group. Every task announces itself on a ready pipe
 // and waits in poll() for a byte on a wake pipe; the clock runs from that byte to the last task
 // reaped (processes) or joined (threads). These pieces are shared by the process and thread drivers.
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -32,8 +34,6 @@ struct Options {
            static_cast<std::uint64_t>(fds) * static_cast<std::uint64_t>(loops);
   }
 };
-
-Options options_from(const ParamValues& p);
 
 // Task k in hackbench's creation order: per group its F receivers, then its F senders.
 struct TaskId {
@@ -80,7 +80,18 @@ struct RunOutcome {
   std::vector<TaskSlot> slots;
   long voluntary_switches = 0, involuntary_switches = 0;
 };
+// In the calling process, which must have no threads: the tasks are its forks.
 RunOutcome run_in_processes(const Options& o, const std::vector<int>& cpus);
+// The same in a small process of its own (the schedlab-grp-tasks helper), so that the tasks are forks
+// of a process as small as hackbench rather than of schedlab: the cost of fork, exit and every switch
+// between them grows with the address space, and schedlab's (about 250 mappings) made hackbench's
+// process mode take twice as long when hackbench was given as many (LD_PRELOAD of schedlab's libraries).
+RunOutcome run_in_helper(const Options& o, const std::vector<int>& cpus);
+// The helper's protocol: its arguments, and its report on standard output.
+std::vector<std::string> helper_arguments(const Options& o, const std::vector<int>& cpus, pid_t parent);
+Options options_from_arguments(const std::vector<std::string>& args, std::vector<int>& cpus, pid_t& parent);
+std::string encode_outcome(const RunOutcome& out);
+RunOutcome decode_outcome(const std::string& bytes, std::size_t slots);
 RunOutcome run_in_threads(const Options& o, const std::vector<int>& cpus);
 
 }  // namespace schedlab::groups
