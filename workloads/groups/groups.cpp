@@ -157,8 +157,7 @@ void GroupsWorkload::validate(const ParamValues& params, const WorkloadContext& 
 WorkloadResult GroupsWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
   const auto o = options_from_params(params);
   const auto cpus = task_cpus(o, ctx);
-  const auto outcome =
-      o.tasks == TaskKind::kThread ? groups::run_in_threads(o, cpus) : groups::run_in_helper(o, cpus);
+  const auto outcome = groups::run_in_helper(o, cpus);
 
   std::uint64_t messages = 0;
   std::int64_t last_receive_ns = outcome.start_ns;

@@ -39,12 +39,13 @@ std::vector<std::string> helper_arguments(const Options& o, const std::vector<in
           std::to_string(o.policy.policy),
           std::to_string(o.policy.priority),
           std::to_string(o.nice),
+          o.tasks == TaskKind::kThread ? "thread" : "process",
           cpu_list};
 }
 
 Options options_from_arguments(const std::vector<std::string>& a, std::vector<int>& cpus, pid_t& parent) {
-  if (a.size() != 11)
-    throw Error("schedlab-grp-tasks: expected 11 arguments, got " + std::to_string(a.size()));
+  if (a.size() != 12)
+    throw Error("schedlab-grp-tasks: expected 12 arguments, got " + std::to_string(a.size()));
   parent = number<pid_t>(a[0], "parent");
   Options o{};
   o.groups = number<int>(a[1], "groups");
@@ -52,17 +53,17 @@ Options options_from_arguments(const std::vector<std::string>& a, std::vector<in
   o.loops = number<int>(a[3], "loops");
   o.message_bytes = number<int>(a[4], "message_bytes");
   o.transport = a[5] == "pipe" ? Transport::kPipe : Transport::kSocket;
-  o.tasks = TaskKind::kProcess;
   o.max_duration_s = static_cast<double>(number<long long>(a[6], "time limit")) / 1e9;
   o.policy = {number<int>(a[7], "policy"), number<int>(a[8], "priority")};
   o.nice = number<int>(a[9], "nice");
+  o.tasks = a[10] == "thread" ? TaskKind::kThread : TaskKind::kProcess;
   o.placement = Placement::kUnpinned;  // the CPUs come resolved
   cpus.clear();
   std::size_t pos = 0;
-  while (pos <= a[10].size() && !a[10].empty()) {
-    const auto comma = a[10].find(',', pos);
-    const auto end = comma == std::string::npos ? a[10].size() : comma;
-    cpus.push_back(number<int>(a[10].substr(pos, end - pos), "cpu"));
+  while (pos <= a[11].size() && !a[11].empty()) {
+    const auto comma = a[11].find(',', pos);
+    const auto end = comma == std::string::npos ? a[11].size() : comma;
+    cpus.push_back(number<int>(a[11].substr(pos, end - pos), "cpu"));
     pos = end + 1;
   }
   if (o.groups < 1 || o.fds < 1 || o.loops < 1 || o.message_bytes < 1 ||

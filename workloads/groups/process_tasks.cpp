@@ -1,4 +1,4 @@
-// Process mode: every task is a child of the repetition process, forked before any thread exists,
+// Process mode: every task is a child of the schedlab-grp-tasks helper, which has no thread,
 // the way hackbench forks them (a group's receivers, then its senders, the parent closing each
 // group's descriptors once its children hold them). The parent waits for their exits on a signalfd
 // so that the time limit and a failed task end the wait; whatever is still running then is killed
@@ -118,7 +118,7 @@ class Children {
     for (;;) {
       int status = 0;
       rusage ru{};
-      // The repetition process has no children but these.
+      // The helper has no children but these.
       const pid_t pid = ::wait4(-1, &status, WNOHANG, &ru);
       if (pid < 0 && errno == EINTR) continue;
       if (pid <= 0) break;

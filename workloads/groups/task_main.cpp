@@ -1,5 +1,5 @@
-// schedlab-grp-tasks: the groups workload's process mode, run in a process as small as hackbench's
-// (see run_in_helper). Arguments and report: helper_protocol.cpp. Exit 0 with the outcome on
+// schedlab-grp-tasks: the groups workload's tasks (processes or threads), run in a process as small as
+// hackbench's (see run_in_helper). Arguments and report: helper_protocol.cpp. Exit 0 with the outcome on
 // standard output, or 1 with the error's text there.
 #include <signal.h>
 #include <sys/prctl.h>
@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
     pid_t parent = -1;
     const auto o = options_from_arguments(std::vector<std::string>(argv + 1, argv + argc), cpus, parent);
     if (::getppid() != parent) return 125;  // the workload died before PDEATHSIG was set
-    write_all(encode_outcome(run_in_processes(o, cpus)));
+    write_all(
+        encode_outcome(o.tasks == TaskKind::kThread ? run_in_threads(o, cpus) : run_in_processes(o, cpus)));
     return 0;
   } catch (const std::exception& e) {
     write_all(e.what());

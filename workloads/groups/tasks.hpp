@@ -80,18 +80,18 @@ struct RunOutcome {
   std::vector<TaskSlot> slots;
   long voluntary_switches = 0, involuntary_switches = 0;
 };
-// In the calling process, which must have no threads: the tasks are its forks.
+// In the calling process: the tasks are its forks (it must have no thread), or its threads.
 RunOutcome run_in_processes(const Options& o, const std::vector<int>& cpus);
-// The same in a small process of its own (the schedlab-grp-tasks helper), so that the tasks are forks
-// of a process as small as hackbench rather than of schedlab: the cost of fork, exit and every switch
-// between them grows with the address space, and schedlab's (about 250 mappings) made hackbench's
-// process mode take twice as long when hackbench was given as many (LD_PRELOAD of schedlab's libraries).
+RunOutcome run_in_threads(const Options& o, const std::vector<int>& cpus);
+// Either of the above in a small process of its own, the schedlab-grp-tasks helper (libc only), so
+// that the tasks live in a process as small as hackbench's rather than in schedlab's: the cost of
+// fork and exit grows with the address space, and schedlab's (about 250 mappings, 40 libraries) made
+// hackbench -p take 0.42 s instead of 0.19 s when hackbench was given them by LD_PRELOAD.
 RunOutcome run_in_helper(const Options& o, const std::vector<int>& cpus);
 // The helper's protocol: its arguments, and its report on standard output.
 std::vector<std::string> helper_arguments(const Options& o, const std::vector<int>& cpus, pid_t parent);
 Options options_from_arguments(const std::vector<std::string>& args, std::vector<int>& cpus, pid_t& parent);
 std::string encode_outcome(const RunOutcome& out);
 RunOutcome decode_outcome(const std::string& bytes, std::size_t slots);
-RunOutcome run_in_threads(const Options& o, const std::vector<int>& cpus);
 
 }  // namespace schedlab::groups

@@ -1,4 +1,4 @@
-// Thread mode: every task is a std::thread of the repetition process, all channels open in it
+// Thread mode: every task is a std::thread of the schedlab-grp-tasks helper, all channels open in it
 // (hackbench -T). A blocked read or write cannot be killed, so the time limit and a failed task
 // stop the others with a flag and a signal whose handler does nothing: it is installed without
 // SA_RESTART, so the blocked call returns EINTR and the task looks at the flag. The signal is sent
@@ -40,6 +40,39 @@ class InterruptSignal {
  private:
   int signo_;
   struct sigaction old_ {};
+};
+
+// hackbench's threads have PTHREAD_STACK_MIN (16 KiB) stacks; std::thread takes glibc's default, the
+// stack rlimit (8 MiB). Beyond the memory, the size decides the joins' cost: glibc keeps up to 40 MiB of
+// freed stacks for reuse and unmaps the rest, so 400 threads of 8 MiB are unmapped at join, in the timed
+// window, where 400 small ones are kept. 64 KiB holds our tasks' frames (more under ASan, whose frames
+// are larger). Set as the process's default for the run, restored after.
+class SmallThreadStacks {
+ public:
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr std::size_t kBytes = 1 << 20;
+#else
+  static constexpr std::size_t kBytes = 64 << 10;
+#endif
+  SmallThreadStacks() {
+    if (::pthread_getattr_default_np(&old_) != 0) return;
+    have_old_ = true;
+    pthread_attr_t small;
+    if (::pthread_getattr_default_np(&small) != 0) return;
+    if (::pthread_attr_setstacksize(&small, kBytes) == 0 && ::pthread_setattr_default_np(&small) == 0)
+      set_ = true;
+    ::pthread_attr_destroy(&small);
+  }
+  SmallThreadStacks(const SmallThreadStacks&) = delete;
+  SmallThreadStacks& operator=(const SmallThreadStacks&) = delete;
+  ~SmallThreadStacks() {
+    if (set_) ::pthread_setattr_default_np(&old_);
+    if (have_old_) ::pthread_attr_destroy(&old_);
+  }
+
+ private:
+  pthread_attr_t old_{};
+  bool have_old_ = false, set_ = false;
 };
 
 // Every group's channels, closed once the threads are joined.
@@ -93,6 +126,7 @@ RunOutcome run_in_threads(const Options& o, const std::vector<int>& cpus) {
   const int n = o.task_count();
   const std::int64_t deadline_ns = monotonic_ns() + static_cast<std::int64_t>(o.max_duration_s * 1e9);
   InterruptSignal interrupt;
+  SmallThreadStacks small_stacks;
   AllChannels channels;
   for (int g = 0; g < o.groups; ++g) channels.groups.push_back(open_channels(o.transport, o.fds));
   Pipe ready, wake, done;
