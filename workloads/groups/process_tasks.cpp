@@ -308,10 +308,9 @@ RunOutcome run_in_processes(const Options& o, const std::vector<int>& cpus) {
       const int first = children.first_running();
       const int left = children.running();
       children.kill_all();
-      throw Error(
-          "groups: " + std::to_string(left) + " of " + std::to_string(n) +
-          " tasks still running at the time limit (max_duration_s = " + std::to_string(o.max_duration_s) +
-          " s), killed; the first: " + task_id(o, first).describe());
+      throw Error("groups: " + std::to_string(left) + " of " + std::to_string(n) +
+                  " tasks still running at the time limit (max_duration_s = " +
+                  seconds_text(o.max_duration_s) + " s), killed; the first: " + task_id(o, first).describe());
     }
     pollfd p{signals.fd(), POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left_ns / 1000000 + 1)) < 0 && errno != EINTR)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/clock.hpp"
@@ -20,6 +21,12 @@ void check_stop(const Gate& g, const TaskId& id) {
 }
 
 }  // namespace
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
 
 std::string TaskId::describe() const {
   return "group " + std::to_string(group) + (sender ? " sender " : " receiver ") + std::to_string(index);

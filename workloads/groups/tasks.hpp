@@ -20,6 +20,9 @@ namespace schedlab::groups {
 enum class Transport { kSocket, kPipe };
 enum class TaskKind { kProcess, kThread };
 
+// "0.3", "100": a time limit as the user gave it.
+std::string seconds_text(double s);
+
 struct Options {
   int groups, fds, loops, message_bytes, nice;
   Transport transport;

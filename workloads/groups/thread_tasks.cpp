@@ -179,7 +179,7 @@ RunOutcome run_in_threads(const Options& o, const std::vector<int>& cpus) {
   };
   auto time_limit = [&](const char* phase) {
     return "groups: " + std::to_string(crew.remaining.load()) + " of " + std::to_string(n) +
-           " threads still running at the time limit (max_duration_s = " + std::to_string(o.max_duration_s) +
+           " threads still running at the time limit (max_duration_s = " + seconds_text(o.max_duration_s) +
            " s)" + phase + ", stopped";
   };
 
