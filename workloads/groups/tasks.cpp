@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -19,6 +20,23 @@ void check_stop(const Gate& g, const TaskId& id) {
   if (g.stop && g.stop->load(std::memory_order_relaxed))
     throw Error(id.describe() + ": stopped (the time limit or another task's failure)");
 }
+
+// A message buffer on cache lines of its own. hackbench's are on each task's stack; heap buffers of
+// threads sit next to each other in malloc's arenas, and two receivers on different CPUs writing into
+// one line would make it bounce at every message.
+class MessageBuffer {
+ public:
+  static constexpr std::size_t kLine = 64;
+  MessageBuffer(std::size_t size, char fill) : storage_(size + 3 * kLine, fill) {
+    const auto at = reinterpret_cast<std::uintptr_t>(storage_.data());
+    data_ = storage_.data() + ((kLine - at % kLine) % kLine) + kLine;
+  }
+  char* data() { return data_; }
+
+ private:
+  std::vector<char> storage_;
+  char* data_;
+};
 
 }  // namespace
 
@@ -89,7 +107,7 @@ void announce_and_wait(const TaskId& id, const Gate& g) {
 
 void receive_all(const TaskId& id, int in_fd, const Options& o, const Gate& g, TaskSlot& slot) {
   const auto size = static_cast<std::size_t>(o.message_bytes);
-  std::vector<char> data(size);
+  MessageBuffer data(size, 0);
   const std::uint64_t expected = static_cast<std::uint64_t>(o.fds) * static_cast<std::uint64_t>(o.loops);
   announce_and_wait(id, g);
   std::uint64_t got = 0;
@@ -117,7 +135,7 @@ void receive_all(const TaskId& id, int in_fd, const Options& o, const Gate& g, T
 
 void send_all(const TaskId& id, const std::vector<int>& out_fds, const Options& o, const Gate& g) {
   const auto size = static_cast<std::size_t>(o.message_bytes);
-  std::vector<char> data(size, '-');
+  MessageBuffer data(size, '-');
   announce_and_wait(id, g);
   for (int i = 0; i < o.loops; ++i) {
     for (const int fd : out_fds) {
