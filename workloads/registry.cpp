@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "workloads/chat/chat.hpp"
 #include "workloads/fairness/fairness.hpp"
+#include "workloads/groups/groups.hpp"
 #include "workloads/kernbench/kernbench.hpp"
 #include "workloads/micro/micro.hpp"
 #include "workloads/requests/requests.hpp"
@@ -24,6 +25,7 @@ const std::vector<WorkloadEntry>& builtin_workloads() {
       {"requests", [] { return std::make_unique<RequestsWorkload>(); }},
       {"fairness", [] { return std::make_unique<FairnessWorkload>(); }},
       {"sdet", [] { return std::make_unique<SdetWorkload>(); }},
+      {"groups", [] { return std::make_unique<GroupsWorkload>(); }},
   };
   return kTable;
 }
