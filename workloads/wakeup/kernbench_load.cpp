@@ -34,6 +34,10 @@ KernbenchLoad::KernbenchLoad(const WorkloadContext& ctx, int nice) {
   const auto clean = kernbench::make_command(tree, {"clean"});
   const auto build = kernbench::make_command(tree, {"-j" + std::to_string(2 * cpus)});
   const pid_t parent = ::getpid();
+  // make's compilers outlive a killed make for a moment; as their subreaper this process reaps them in
+  // stop(), so the repetition ends with none left (the runner would count them as strays). It runs in
+  // the repetition's own process, so nothing outlives the setting.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   // The loop's nice value is set by the loop itself, before make starts, and its outcome reported
   // back: a load that silently ran at the wrong priority would measure another experiment.
   int status_pipe[2];
@@ -96,8 +100,10 @@ KernbenchLoad::~KernbenchLoad() {
 void KernbenchLoad::stop() {
   if (pid_ <= 0) return;
   ::kill(-pid_, SIGKILL);
+  // The loop, make and every compiler: all are in the group, and all are (or become, once their parent
+  // dies) our children.
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(-pid_, &status, 0) > 0 || errno == EINTR) {
   }
   pid_ = -1;
 }
