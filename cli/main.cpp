@@ -20,6 +20,7 @@
 #include "cli/kernel_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/store_command.hpp"
+#include "cli/workload_table.hpp"
 #include "collector/perf/perf_source.hpp"
 #include "collector/runner/runner.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
@@ -435,7 +436,11 @@ std::string range_text(const ParamSpec& p) {
                      p.max ? fmt::format("{:g}", *p.max) : "");
 }
 
-int cmd_workloads() {
+int cmd_workloads(bool json) {
+  if (json) {
+    fmt::print("{}\n", workload_table().dump(2));
+    return 0;
+  }
   for (const auto& entry : builtin_workloads()) {
     auto w = entry.make();
     fmt::print("{} {} — {}\n  reproduces: {}\n  parameters (--param {}.KEY=VALUE):\n", w->name(),
@@ -578,6 +583,9 @@ int run_cli(int argc, char** argv) {
                  "Every counter per instance (per operation where the workload counts operations)");
 
   auto* workloads = app.add_subcommand("workloads", "List workloads, their parameters and metrics");
+  bool workloads_json = false;
+  workloads->add_flag("--json", workloads_json,
+                      "Each workload's metrics and exported families as JSON (dashboards/workloads.json)");
   bool all_events = false;
   auto* events = app.add_subcommand("events", "What libpfm4 encodes and what opens on this machine");
   events->add_flag("--all", all_events, "Every event of the PMUs present, not only the default set");
@@ -622,7 +630,7 @@ int run_cli(int argc, char** argv) {
   try {
     if (*run) return cmd_run(run_args);
     if (*show) return cmd_show(show_path, show_counters);
-    if (*workloads) return cmd_workloads();
+    if (*workloads) return cmd_workloads(workloads_json);
     if (*events) return cmd_events(all_events);
     if (diff.chosen()) return diff.run();
     if (report.chosen()) return report.run();

@@ -20,31 +20,32 @@ export const SCHEMA_VERSION = 42;
 
 const DS = { type: 'prometheus', uid: '${datasource}' };
 
-// Workloads as the daemon exports them. headline: the headline gauges (schedlab_<workload>_<metric>);
-// histogram: a schedlab_<workload>_latency_seconds histogram exists; perOperation: the workload reports
-// an "operations" metric, so the runner's counters per operation exist (kernbench: a repetition is one
-// build, so its counters are per repetition).
-const WORKLOADS = [
-  { name: 'yield', title: 'yield — sched_yield() round trips', perOperation: true, histogram: false,
-    headline: [{ family: 'schedlab_yield_yield_duration_seconds', title: 'Time per yield', unit: 's' }] },
-  { name: 'kernbench', title: 'kernbench — make -j over a C tree', perOperation: false, histogram: false,
-    headline: [{ family: 'schedlab_kernbench_elapsed_seconds', title: 'Build elapsed time', unit: 's' }] },
-  { name: 'wakeup', title: 'wakeup — timer wakeup lateness', perOperation: true, histogram: true,
-    headline: [
-      { family: 'schedlab_wakeup_latency_p99_seconds', title: 'Wakeup lateness p99', unit: 's' },
-      { family: 'schedlab_wakeup_latency_p50_seconds', title: 'Wakeup lateness p50', unit: 's' },
-    ] },
-  { name: 'tbench', title: 'tbench — TCP loopback client/server', perOperation: true, histogram: true,
-    headline: [{ family: 'schedlab_tbench_throughput_bytes_per_second', title: 'Throughput', unit: 'Bps' }] },
-  { name: 'chat', title: 'chat — VolanoMark-like rooms', perOperation: true, histogram: true,
-    headline: [
-      { family: 'schedlab_chat_messages_per_second', title: 'Messages delivered per second', unit: 'ops' },
-      { family: 'schedlab_chat_latency_p99_seconds', title: 'Delivery latency p99', unit: 's' },
-    ] },
-  { name: 'micro', title: 'micro — scheduler primitives (Google Benchmark)', perOperation: true,
-    histogram: false,
-    headline: [{ family: 'schedlab_micro_op_duration_seconds', title: 'Time per operation', unit: 's' }] },
-];
+// Workloads as the daemon exports them, from the registry: dashboards/workloads.json is what
+// `schedlab workloads --json` prints (the dashboards test fails when it is stale), so a workload reaches
+// the dashboards by its own folder and one registration line. headline: its headline gauges (the
+// exporter's family names); histogram: a schedlab_<workload>_latency_seconds histogram exists;
+// perOperation: the workload reports an "operations" metric, so the runner's counters per operation exist
+// (kernbench: a repetition is one build, so its counters are per repetition).
+const REGISTRY = JSON.parse(readFileSync(join(here, 'workloads.json'), 'utf8'));
+
+// Grafana's unit of an exported family, from the base-unit suffix the exporter gave it.
+function grafanaUnit(family) {
+  if (family.endsWith('_bytes_per_second')) return 'Bps';
+  if (family.endsWith('_per_second')) return 'ops';
+  if (family.endsWith('_seconds')) return 's';
+  if (family.endsWith('_ratio')) return 'percentunit';
+  if (family.endsWith('_bytes')) return 'bytes';
+  return 'short';
+}
+
+export const WORKLOADS = REGISTRY.workloads.map((w) => ({
+  name: w.name,
+  title: `${w.name} — ${w.summary.split(/[:;]/)[0]}`,
+  perOperation: w.operations,
+  histogram: w.latency_histogram,
+  headline: w.metrics.filter((m) => m.headline).map((m) => ({
+    family: m.family, title: m.name, unit: grafanaUnit(m.family) })),
+}));
 
 const QUANTILES = [0.5, 0.9, 0.99, 0.999];
 

@@ -12,6 +12,7 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,8 @@ using testing::DaemonProcess;
 const fs::path kSource = SCHEDLAB_SOURCE_DIR;
 const fs::path kCheck = kSource / "dashboards" / "check";
 const fs::path kNode = "/usr/bin/node";
-const std::vector<std::string> kWorkloads = {"chat", "kernbench", "micro", "tbench", "wakeup", "yield"};
+const std::vector<std::string> kWorkloads = {"chat",     "fairness", "groups", "kernbench", "micro",
+                                             "requests", "sdet",     "tbench", "wakeup",    "yield"};
 
 // Small parameters: the point is one bundle per workload with every series the dashboards read.
 constexpr const char* kWorkloadTables = R"(
@@ -56,6 +58,22 @@ params = { rooms = 2, users = 4, messages = 20 }
 name = "micro"
 repetitions = 2
 params = { benchmarks = "pipe:same-cpu", iterations = 2000 }
+[[workload]]
+name = "requests"
+repetitions = 2
+params = { workers = 2, duration_s = 0.2 }
+[[workload]]
+name = "fairness"
+repetitions = 2
+params = { duration_s = 0.2, warmup_s = 0.05 }
+[[workload]]
+name = "sdet"
+repetitions = 2
+params = { users = 2, scripts = 2 }
+[[workload]]
+name = "groups"
+repetitions = 2
+params = { groups = 2, fds = 4, loops = 20 }
 )";
 
 std::string campaign(const fs::path& dir, const std::string& schedule, const std::string& listen) {
@@ -116,6 +134,35 @@ TEST(DashboardsStatic, SchemaLintAndUnitsCatchMistakes) {
     EXPECT_EQ(r.code, 1) << c.to << "\n" << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.to << "\n" << r.out;
   }
+}
+
+// The dashboards' table of workloads is the registry's: a workload registered (or a headline metric
+// changed) without `schedlab workloads --json > dashboards/workloads.json` and a regeneration fails here,
+// naming the command. Every registered workload is in it with at least one headline family.
+TEST(DashboardsStatic, WorkloadTableIsTheRegistrys) {
+  const auto listed = testing::schedlab("workloads --json 2>/dev/null");
+  ASSERT_EQ(listed.code, 0) << listed.out;
+  const auto registry = nlohmann::json::parse(listed.out);
+  std::ifstream committed_file(kSource / "dashboards" / "workloads.json");
+  ASSERT_TRUE(committed_file) << "no dashboards/workloads.json";
+  const auto committed = nlohmann::json::parse(committed_file);
+  EXPECT_EQ(committed, registry)
+      << "dashboards/workloads.json is stale: run `build/schedlab workloads --json > "
+         "dashboards/workloads.json && node dashboards/generate.mjs` and commit both";
+  std::set<std::string> names;
+  for (const auto& w : registry.at("workloads")) {
+    names.insert(w.at("name").get<std::string>());
+    int headlines = 0;
+    for (const auto& m : w.at("metrics")) {
+      if (!m.at("headline").get<bool>()) continue;
+      ++headlines;
+      EXPECT_EQ(
+          m.at("family").get<std::string>().rfind("schedlab_" + w.at("name").get<std::string>() + "_", 0), 0u)
+          << m.dump();
+    }
+    EXPECT_GE(headlines, 1) << w.at("name");
+  }
+  EXPECT_EQ(names, std::set<std::string>(kWorkloads.begin(), kWorkloads.end()));
 }
 
 // The daemon serving every workload's series, a real Prometheus scraping it, and every expression of every

@@ -46,6 +46,10 @@ class Workload {
   // Runs once, in the runner's child process; throws on failure.
   virtual WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) = 0;
 
+  // Whether its repetitions carry details.histogram (latency buckets): the exporter publishes them as
+  // schedlab_<workload>_latency_seconds and the dashboards draw its percentiles.
+  virtual bool records_latency_histogram() const { return false; }
+
   // The CPUs the instance's tasks may run on: counting on CPUs (the default counter scope) counts
   // there. All the run's CPUs unless the workload pins every task that does its work.
   virtual std::vector<int> cpus(const ParamValues& /*params*/, const WorkloadContext& ctx) const {

@@ -14,6 +14,7 @@ class WakeupWorkload : public Workload {
   std::vector<ParamSpec> params() const override;
   std::vector<MetricDesc> metrics() const override;
   std::map<std::string, std::map<std::string, std::string>> quick_instances() const override;
+  bool records_latency_histogram() const override { return true; }
   void validate(const ParamValues& params, const WorkloadContext& ctx) const override;
   WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) override;
   std::vector<int> cpus(const ParamValues& params, const WorkloadContext& ctx) const override;
