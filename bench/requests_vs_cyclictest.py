@@ -113,7 +113,7 @@ def requests(a):
         rep = json.load(open(path))["instances"][0]["repetitions"][0]
         m, hist = rep["metrics"], rep["details"]["histogram"]
         lo, mean = histogram_min_mean(hist)
-        return {"p50": m["wakeup_latency_p50_us"]["value"], "p99": m["wakeup_latency_p99_us"]["value"],
+        return {"p50": m["wakeup_p50_us"]["value"], "p99": m["wakeup_p99_us"]["value"],
                 "max": hist["max_us"], "n": m["wakeups"]["value"], "min": lo, "mean": mean}
 
 

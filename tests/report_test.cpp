@@ -290,7 +290,8 @@ TEST(Report, AFullSuiteDiffStaysUnderTwoMiB) {
       "run --trials 2 --repetitions 2 --seed 3 --settle-timeout 0 --param yield.yields=20000 "
       "--param yield.duration_s=0.1 --param kernbench.files=1 --param wakeup.duration_s=0.1 "
       "--param tbench.duration_s=0.1 --param tbench.warmup_s=0.05 --param chat.messages=3 "
-      "--param micro.min_time_s=0.01 --out " +
+      "--param micro.min_time_s=0.01 --param requests.duration_s=0.1 --param fairness.duration_s=0.1 "
+      "--param fairness.warmup_s=0.05 --param sdet.scripts=2 --param groups.loops=10 --out " +
       (dir.path() / "runs").string());
   ASSERT_EQ(o.code, 0) << o.out << failed_repetitions(dir.path() / "runs");
   std::vector<std::string> trials;
@@ -315,9 +316,10 @@ TEST(Report, AFullSuiteDiffStaysUnderTwoMiB) {
     if (in["histograms"].size() == 2) with_histograms.insert(in["workload"].get<std::string>());
   }
   EXPECT_EQ(in_report, in_bundle);
-  for (const char* w : {"yield", "kernbench", "tbench", "chat", "wakeup"})
+  for (const char* w :
+       {"yield", "kernbench", "tbench", "chat", "wakeup", "requests", "fairness", "sdet", "groups"})
     EXPECT_EQ(in_report.count(w), 1u) << w;
-  EXPECT_EQ(with_histograms, (std::set<std::string>{"tbench", "chat", "wakeup"}));
+  EXPECT_EQ(with_histograms, (std::set<std::string>{"tbench", "chat", "wakeup", "requests"}));
 }
 
 }  // namespace

@@ -39,20 +39,19 @@ void expect_consistent(const Repetition& r, double duration_s) {
   EXPECT_EQ(metric(r, "operations"), metric(r, "requests"));
   EXPECT_EQ(count_of(r.details.at("histogram")), metric(r, "wakeups"));
   EXPECT_EQ(count_of(r.details.at("request_histogram")), metric(r, "requests"));
-  EXPECT_LE(metric(r, "request_latency_p50_us"), metric(r, "request_latency_p99_us"));
+  EXPECT_LE(metric(r, "request_p50_us"), metric(r, "request_p99_us"));
   if (metric(r, "wakeups") == 0) {  // fixed rate over capacity: no worker ever slept
-    EXPECT_FALSE(r.metrics.contains("wakeup_latency_p50_us"));
+    EXPECT_FALSE(r.metrics.contains("wakeup_p50_us"));
     EXPECT_TRUE(r.details.contains("wakeup_latency_absent"));
     return;
   }
-  EXPECT_LE(metric(r, "wakeup_latency_p50_us"), metric(r, "wakeup_latency_p99_us"));
+  EXPECT_LE(metric(r, "wakeup_p50_us"), metric(r, "wakeup_p99_us"));
   if (metric(r, "wakeups") >= 10000) {
-    ASSERT_TRUE(r.metrics.contains("wakeup_latency_p999_us"));
-    EXPECT_LE(metric(r, "wakeup_latency_p99_us"), metric(r, "wakeup_latency_p999_us"));
+    ASSERT_TRUE(r.metrics.contains("wakeup_p999_us"));
+    EXPECT_LE(metric(r, "wakeup_p99_us"), metric(r, "wakeup_p999_us"));
   } else {
-    EXPECT_FALSE(r.metrics.contains("wakeup_latency_p999_us"));
-    EXPECT_NE(r.details.at("wakeup_latency_p999_us_absent").get<std::string>().find("< 10000"),
-              std::string::npos);
+    EXPECT_FALSE(r.metrics.contains("wakeup_p999_us"));
+    EXPECT_NE(r.details.at("wakeup_p999_us_absent").get<std::string>().find("< 10000"), std::string::npos);
   }
 }
 
@@ -67,8 +66,8 @@ TEST(Requests, ClosedLoopWakesAWorkerForEveryRequest) {
   // request latencies dominate the wakeup latencies.
   ASSERT_EQ(r.details.at("unfinished"), 0);
   EXPECT_EQ(metric(r, "wakeups"), metric(r, "requests"));
-  EXPECT_GE(metric(r, "request_latency_p50_us"), metric(r, "wakeup_latency_p50_us"));
-  EXPECT_GE(metric(r, "request_latency_p99_us"), metric(r, "wakeup_latency_p99_us"));
+  EXPECT_GE(metric(r, "request_p50_us"), metric(r, "wakeup_p50_us"));
+  EXPECT_GE(metric(r, "request_p99_us"), metric(r, "wakeup_p99_us"));
   EXPECT_EQ(testing::threads_named("schedlab-rq"), std::vector<std::string>{});
 }
 
@@ -99,7 +98,7 @@ TEST(Requests, FixedRateKeepsItsScheduleAtALowRate) {
   // Idle workers sleep between requests: most requests begin with a measured wakeup.
   EXPECT_GE(metric(r, "wakeups"), 100);
   EXPECT_LE(metric(r, "wakeups"), metric(r, "requests"));
-  EXPECT_FALSE(r.metrics.contains("wakeup_latency_p999_us"));
+  EXPECT_FALSE(r.metrics.contains("wakeup_p999_us"));
   EXPECT_EQ(testing::threads_named("schedlab-rq"), std::vector<std::string>{});
 }
 
@@ -119,7 +118,7 @@ TEST(Requests, FixedRateOverCapacityCountsFromTheScheduleAndLosesNothing) {
   EXPECT_EQ(metric(r, "requests") + unfinished + unsent, 50000);
   // The ones served waited behind each other from their due times, near the start, until up to the
   // drain limit: latency from the schedule, not from when a worker took them.
-  EXPECT_GE(metric(r, "request_latency_p99_us"), 300000);
+  EXPECT_GE(metric(r, "request_p99_us"), 300000);
   EXPECT_EQ(testing::threads_named("schedlab-rq"), std::vector<std::string>{});
 }
 
@@ -128,7 +127,7 @@ TEST(Requests, ThinkSleepIsPartOfEveryRequest) {
       "--param requests.workers=1 --param requests.duration_s=0.5 --param requests.operations=0 "
       "--param requests.sleep_us=2000 --param requests.timer_slack_ns=1");
   expect_consistent(r, 0.5);
-  EXPECT_GE(metric(r, "request_latency_p50_us"), 2000);
+  EXPECT_GE(metric(r, "request_p50_us"), 2000);
   // One worker sleeping 2 ms per request cannot do more than 500 a second.
   EXPECT_LE(metric(r, "requests_s"), 500);
 }

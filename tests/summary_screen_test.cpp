@@ -35,7 +35,9 @@ constexpr int kRows = 40;
 const std::string kShortQuickSuite =
     "run --repetitions 2 --settle-timeout 0 --param yield.yields=20000 --param yield.duration_s=0.1 "
     "--param kernbench.files=1 --param wakeup.duration_s=0.1 --param tbench.duration_s=0.1 "
-    "--param tbench.warmup_s=0.05 --param chat.messages=3 --param micro.min_time_s=0.01";
+    "--param tbench.warmup_s=0.05 --param chat.messages=3 --param micro.min_time_s=0.01 "
+    "--param requests.duration_s=0.1 --param fairness.duration_s=0.1 --param fairness.warmup_s=0.05 "
+    "--param sdet.scripts=2 --param groups.loops=10";
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -189,10 +191,12 @@ TEST_F(SummaryScreen, DiffOpensOnEveryHeadlineVerdict) {
   for (const auto& l : lines) first_screen += l + "\n";
   // Every headline metric of every instance, and its verdict as `diff --json` gives it, on that screen.
   std::size_t headlines = 0;
+  std::set<std::string> labels_with_verdicts;
   for (const auto& line : summary) {
     if (line["kind"] != "metric") continue;
     ++headlines;
     const auto label = line["label"].get<std::string>();
+    labels_with_verdicts.insert(label);
     const auto metric = line["metric"].get<std::string>();
     const auto verdict = line["text"]["verdict"].get<std::string>();
     bool found = false;
@@ -203,6 +207,10 @@ TEST_F(SummaryScreen, DiffOpensOnEveryHeadlineVerdict) {
                        << first_screen;
   }
   EXPECT_GE(headlines, 20u);
+  // Every instance of the quick suite (every registered workload has one) has its headline verdicts.
+  for (const auto& in : load_bundle(a).instances)
+    EXPECT_EQ(labels_with_verdicts.count(instance_label(in.id, in.workload)), 1u)
+        << in.id << " has no verdict";
 }
 
 // The bundle of the quick suite against what the old writer wrote for the same bundle: schedlab.result/1

@@ -56,7 +56,7 @@ std::optional<BaseUnit> base_unit(const std::string& unit) {
       {"MB/s", {1e6, "bytes_per_second", {"mb", "s"}}},
       {"msg/s", {1, "per_second", {"s"}}},
       {"ops/s", {1, "per_second", {"s"}}},
-      {"scripts/h", {1.0 / 3600, "per_second", {"per", "hour"}}},  // sdet: SDET reports scripts per hour
+      {"/h", {1.0 / 3600, "per_second", {"per", "hour"}}},  // sdet: SDET reports scripts per hour
       {"pct", {0.01, "ratio", {"pct"}}},
       {"count", {1, "", {}}},
   };

@@ -132,7 +132,7 @@ std::vector<ParamSpec> FairnessWorkload::params() const {
 
 std::vector<MetricDesc> FairnessWorkload::metrics() const {
   return {
-      {"max_share_error_pct", "pct", Direction::kLowerIsBetter, true,
+      {"share_error_pct", "pct", Direction::kLowerIsBetter, true,
        "largest |share / entitled share - 1| x 100 over the tasks (share: its CPU time / its CPU's tasks' "
        "CPU "
        "time in the window; entitled: its nice weight / the weights on its CPU)"},
@@ -272,7 +272,7 @@ WorkloadResult FairnessWorkload::run(const ParamValues& params, const WorkloadCo
   const double window_ns = static_cast<double>(end - start);
   const auto cpus_used = cpus_in_use(cpus, ctx.allowed_cpus);
   auto& m = result.metrics;
-  m["max_share_error_pct"] = {fairness::max_share_error(shares) * 100, "pct"};
+  m["share_error_pct"] = {fairness::max_share_error(shares) * 100, "pct"};
   m["jain_index"] = {fairness::jain_index(shares) * 100, "pct"};
   m["lightest_max_gap_ms"] = {static_cast<double>(lightest_longest) * 1e-6, "ms"};
   m["lightest_p99_gap_ms"] = {lightest_gaps.percentile_us(0.99) * 1e-3, "ms"};

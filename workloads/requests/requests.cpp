@@ -146,15 +146,14 @@ std::vector<MetricDesc> RequestsWorkload::metrics() const {
   const auto higher = Direction::kHigherIsBetter, lower = Direction::kLowerIsBetter;
   return {
       {"requests_s", "ops/s", higher, true, "requests completed per second of elapsed_s"},
-      {"wakeup_latency_p50_us", "us", lower, false,
+      {"wakeup_p50_us", "us", lower, false,
        "median time from the waker's stamp (just before its futex wake) to the woken worker running"},
-      {"wakeup_latency_p99_us", "us", lower, true,
-       "99th percentile of wakeup latency (schbench's starred figure)"},
-      {"wakeup_latency_p999_us", "us", lower, false,
+      {"wakeup_p99_us", "us", lower, true, "99th percentile of wakeup latency (schbench's starred figure)"},
+      {"wakeup_p999_us", "us", lower, false,
        "99.9th percentile of wakeup latency; only from >= 10,000 wakeups in the repetition"},
-      {"request_latency_p50_us", "us", lower, false,
+      {"request_p50_us", "us", lower, false,
        "median time from a request's hand-over (closed loop) or scheduled time (fixed rate) to its end"},
-      {"request_latency_p99_us", "us", lower, false, "99th percentile of request latency"},
+      {"request_p99_us", "us", lower, false, "99th percentile of request latency"},
       {"requests", "count", higher, false, "requests completed"},
       {"operations", "count", higher, false, "= requests (counters per operation divide by it)"},
       {"wakeups", "count", higher, false, "worker wakeups measured"},
@@ -226,25 +225,25 @@ WorkloadResult RequestsWorkload::run(const ParamValues& params, const WorkloadCo
   WorkloadResult result;
   auto& m = result.metrics;
   m["requests_s"] = {static_cast<double>(completed) / elapsed_s, "ops/s"};
-  m["request_latency_p50_us"] = {request.percentile_us(0.50), "us"};
-  m["request_latency_p99_us"] = {request.percentile_us(0.99), "us"};
+  m["request_p50_us"] = {request.percentile_us(0.50), "us"};
+  m["request_p99_us"] = {request.percentile_us(0.99), "us"};
   m["requests"] = {static_cast<double>(completed), "count"};
   m["operations"] = m["requests"];
   m["wakeups"] = {static_cast<double>(wakeup.count()), "count"};
   m["elapsed_s"] = {elapsed_s, "s"};
   auto& d = result.details;
   if (wakeup.count() > 0) {
-    m["wakeup_latency_p50_us"] = {wakeup.percentile_us(0.50), "us"};
-    m["wakeup_latency_p99_us"] = {wakeup.percentile_us(0.99), "us"};
+    m["wakeup_p50_us"] = {wakeup.percentile_us(0.50), "us"};
+    m["wakeup_p99_us"] = {wakeup.percentile_us(0.99), "us"};
   } else {
     // Fixed rate faster than the workers drain: they never slept, so no wakeup was measured.
     d["wakeup_latency_absent"] = "no worker slept: every request was queued behind another";
   }
   if (wakeup.count() >= kMinSamplesForP999) {
-    m["wakeup_latency_p999_us"] = {wakeup.percentile_us(0.999), "us"};
+    m["wakeup_p999_us"] = {wakeup.percentile_us(0.999), "us"};
   } else {
-    d["wakeup_latency_p999_us_absent"] = std::to_string(wakeup.count()) + " wakeups < " +
-                                         std::to_string(kMinSamplesForP999) + ": p99.9 would be the maximum";
+    d["wakeup_p999_us_absent"] = std::to_string(wakeup.count()) + " wakeups < " +
+                                 std::to_string(kMinSamplesForP999) + ": p99.9 would be the maximum";
   }
   d["mode"] = c.rate > 0 ? "fixed-rate" : "closed-loop";
   d["matrix_side"] = r.matrix_side;

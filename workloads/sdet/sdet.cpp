@@ -194,7 +194,7 @@ std::vector<ParamSpec> SdetWorkload::params() const {
 std::vector<MetricDesc> SdetWorkload::metrics() const {
   const auto higher = Direction::kHigherIsBetter, lower = Direction::kLowerIsBetter;
   return {
-      {"scripts_per_hour", "scripts/h", higher, true,
+      {"scripts_per_hour", "/h", higher, true,
        "scripts completed per hour: scripts / elapsed_s x 3600 (SDET's figure)"},
       {"elapsed_s", "s", lower, false, "from the users' release to the end of the last user's last script"},
       {"scripts", "count", higher, false, "scripts run, all users (= users x scripts per user)"},
@@ -313,7 +313,7 @@ WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContex
 
   WorkloadResult result;
   auto& m = result.metrics;
-  m["scripts_per_hour"] = {static_cast<double>(total) / elapsed_s * 3600.0, "scripts/h"};
+  m["scripts_per_hour"] = {static_cast<double>(total) / elapsed_s * 3600.0, "/h"};
   m["elapsed_s"] = {elapsed_s, "s"};
   m["scripts"] = {static_cast<double>(total), "count"};
   m["operations"] = {static_cast<double>(total), "count"};
