@@ -15,6 +15,7 @@
 #include <random>
 
 #include "cli/campaign_command.hpp"
+#include "cli/changes_command.hpp"
 #include "cli/daemon_command.hpp"
 #include "cli/diff_command.hpp"
 #include "cli/kernel_command.hpp"
@@ -606,6 +607,7 @@ int run_cli(int argc, char** argv) {
   StoreCommand store(app);
   DaemonCommand daemon(app);
   CampaignCommand campaign(app);
+  ChangesCommand changes(app);
 
   try {
     app.parse(argc, argv);
@@ -638,6 +640,7 @@ int run_cli(int argc, char** argv) {
     if (store.chosen()) return store.run();
     if (daemon.chosen()) return daemon.run();
     if (campaign.chosen()) return campaign.run();
+    if (changes.chosen()) return changes.run();
     if (*export_cmd) return cmd_export(export_args);
   } catch (const InputError& e) {
     std::cerr << "schedlab: " << e.what() << "\n";

@@ -106,7 +106,7 @@ class SqliteStore : public Store {
     // instances (and one id measured with other parameters) are never merged into one median.
     sql::Statement q(db_, R"(
       SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, r.params_hash, m.value,
-             m.unit, b.path
+             m.unit, b.path, b.host
       FROM metrics m JOIN repetitions r ON m.repetition_id = r.id JOIN bundles b ON r.bundle_id = b.id
       WHERE r.workload = ?1 AND m.name = ?2 AND r.status = 'ok'
         AND (?3 = '' OR b.configuration = ?3 OR b.kernel_release = ?3)
@@ -127,7 +127,8 @@ class SqliteStore : public Store {
           out.back().params_hash != q.text(5)) {
         flush();
         current_bundle = q.integer(0);
-        out.push_back({q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), 0, q.text(7), 0, q.text(8)});
+        out.push_back(
+            {q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), 0, q.text(7), 0, q.text(8), q.text(9)});
       }
       values.push_back(q.real(6));
     }

@@ -25,6 +25,7 @@ struct HistoryPoint {
   std::string unit;
   int repetitions = 0;  // ok ones
   std::string bundle_path;
+  std::string host;  // the bundle's hostname: `changes` keeps one series per host
 };
 
 struct CampaignRun {
