@@ -28,7 +28,8 @@ struct Series {
 // One series per batch of each fixture, in trial order (the CSV's order).
 std::vector<Series> aa_series() {
   std::vector<Series> out;
-  for (const std::string file : {"yield-ns_per_yield", "kernbench-elapsed_s"}) {
+  for (const char* fixture : {"yield-ns_per_yield", "kernbench-elapsed_s"}) {
+    const std::string file = fixture;
     std::ifstream in(std::string(SCHEDLAB_FIXTURES_DIR) + "/aa/" + file + ".csv");
     if (!in) throw std::runtime_error("cannot open fixture aa/" + file + ".csv");
     std::map<int, std::vector<double>> batches;
@@ -155,7 +156,7 @@ TEST(ChangePointsCli, FindsARuntimeSwitchInRealRunsAndNamesWhatChanged) {
     const auto o = schedlab(
         "run --workload yield --repetitions 3 --settle-timeout 0 --no-counters --param "
         "yield.yields=20000 --configuration " +
-        side + " --out " + bundles);
+        side + " --cache-dir " + (dir.path() / "cache").string() + " --out " + bundles);
     ASSERT_EQ(o.code, 0) << o.out;
   }
   ASSERT_EQ(schedlab("store rebuild " + bundles + " --store " + store).code, 0);
