@@ -61,10 +61,13 @@ void check_since(const std::string& since) {
     throw InputError("--since " + since + ": not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)");
 }
 
-// Values that differ on every run by nature: never reported as what changed.
+// Values that differ on every run by nature (load, counts, the switch's own timing and throttling):
+// never reported as what changed.
 bool volatile_field(const std::string& path) {
-  for (const char* v : {"environment/load_avg", "environment/procs_running", "environment/procs_total",
-                        "environment/steal_ticks"})
+  for (const char* v :
+       {"bundle.environment/load_avg", "bundle.environment/procs_running", "bundle.environment/procs_total",
+        "bundle.environment/steal_ticks", "bundle.environment/runtime_switch/apply_ms",
+        "bundle.environment/runtime_switch/restore_ms", "bundle.environment/runtime_switch/cpu_stat"})
     if (path.rfind(v, 0) == 0) return true;
   return false;
 }
@@ -202,9 +205,9 @@ int ChangesCommand::run() const {
     fmt::print("{}\n", out.dump(2));
     return 0;
   }
-  fmt::print("{} change point(s) in {} series of {} (alpha {}, min effect {}%, seed {}, {} permutations)\n",
-             found.size(), series.size(), url_, alpha_, min_effect_pct_, seed_,
-             stats::permutation_count(options));
+  // The store's path is left out: a long one would break the 100 columns (--json has it).
+  fmt::print("{} change point(s) in {} series (alpha {}, min effect {}%, seed {}, {} permutations)\n",
+             found.size(), series.size(), alpha_, min_effect_pct_, seed_, stats::permutation_count(options));
   for (const auto& f : found) {
     fmt::print("\n{}  {}.{}  {}  (params {}, host {})\n", f.after->started_at, f.key.workload, f.key.metric,
                f.key.instance_id, f.key.params_hash.substr(0, 8), f.key.host);
