@@ -169,6 +169,7 @@ TEST(ChangePointsCli, FindsARuntimeSwitchInRealRunsAndNamesWhatChanged) {
   const auto j = nlohmann::json::parse(o.out);
   ASSERT_EQ(j.at("changes").size(), 1u) << o.out;
   const auto& c = j.at("changes")[0];
+  EXPECT_EQ(c.at("status"), "suspected");  // no rerun has confirmed it
   EXPECT_EQ(c.at("index").get<int>(), kBefore);
   EXPECT_GT(c.at("change_pct").get<double>(), 20);
   EXPECT_LE(c.at("p_value").get<double>(), 0.05);
@@ -180,6 +181,7 @@ TEST(ChangePointsCli, FindsARuntimeSwitchInRealRunsAndNamesWhatChanged) {
   EXPECT_EQ(text.code, 0) << text.out;
   std::cout << text.out;
   EXPECT_NE(text.out.find("yield.ns_per_yield"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not confirmed by a rerun"), std::string::npos) << text.out;
   std::istringstream lines(text.out);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
 }
