@@ -135,7 +135,9 @@ TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
   EXPECT_EQ(record["looks"][0]["n"], 4);
   EXPECT_EQ(record["looks"][0]["state"], "increase");
   EXPECT_GT(record["looks"][0]["interval_pct"][0].get<double>(), 0);
-  EXPECT_EQ(record["stop"]["verdict"], "worse");
+  // The direction is the answer; whether the interval also clears the ±50% margin depends on how slow
+  // TCG was in that minute (CI once saw the second run's `worse (not beyond ±50%)`).
+  EXPECT_TRUE(record["stop"]["verdict"].get<std::string>().starts_with("worse")) << record["stop"];
   EXPECT_EQ(record["stop"]["reason"], "the sequence excludes 0");
   ASSERT_EQ(record["pairs"].size(), 4u);
   for (const auto& pair : record["pairs"]) {
@@ -184,7 +186,7 @@ TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
   // The same 4 pairs, summed in another order by the planner: equal to a few ulps (CI saw 1 ulp apart).
   EXPECT_DOUBLE_EQ(planned["plan"]["sd_log_ratio"].get<double>(),
                    record["observed"]["sd_log_ratio"].get<double>());
-  EXPECT_EQ(planned["stop"]["verdict"], "worse");
+  EXPECT_TRUE(planned["stop"]["verdict"].get<std::string>().starts_with("worse")) << planned["stop"];
   EXPECT_NE(again.log_text().find(planned_from), std::string::npos) << again.log_text();
 }
 

@@ -110,6 +110,7 @@ inline std::string slurp(const std::filesystem::path& p) {
 }
 
 inline void spit(const std::filesystem::path& p, const std::string& text) {
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   std::ofstream out(p);
   out << text;
 }

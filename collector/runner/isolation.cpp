@@ -72,6 +72,34 @@ std::vector<pid_t> pids_in(const std::filesystem::path& cgroup) {
   return out;
 }
 
+// Already on its way out: exiting (PF_EXITING in /proc/PID/stat's flags, a zombie) or with SIGKILL
+// pending. A workload that kills what it started (sdet's users take their scripts' commands with them)
+// leaves such processes for a few scheduler ticks on a loaded machine; they are not strays it left behind.
+bool dying(pid_t pid) {
+  const auto proc = std::filesystem::path("/proc") / std::to_string(pid);
+  const auto stat = read_text(proc / "stat");
+  if (!stat) return true;  // gone already
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos) return false;
+  const auto fields = split_ws(stat->substr(close + 1));
+  constexpr unsigned long kPfExiting = 0x4;
+  if (fields.size() > 6 &&
+      (fields[0] == "Z" || fields[0] == "X" || (std::stoul(fields[6]) & kPfExiting) != 0))
+    return true;
+  std::istringstream status(read_text(proc / "status").value_or(""));
+  constexpr unsigned long long kSigkill = 1ULL << (SIGKILL - 1);
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+      if ((std::stoull(line.substr(7), nullptr, 16) & kSigkill) != 0) return true;
+  return false;
+}
+
+int not_dying(const std::vector<pid_t>& pids) {
+  int n = 0;
+  for (const pid_t p : pids) n += dying(p) ? 0 : 1;
+  return n;
+}
+
 class CgroupLeaf : public Isolation {
  public:
   explicit CgroupLeaf(std::filesystem::path dir) : dir_(std::move(dir)) {}
@@ -83,10 +111,7 @@ class CgroupLeaf : public Isolation {
   std::filesystem::path cgroup_dir() const override { return dir_; }
   void adopt(pid_t pid) override { write_file(dir_ / "cgroup.procs", std::to_string(pid)); }
 
-  int live_processes() const override {
-    auto procs = read_text(dir_ / "cgroup.procs");
-    return procs ? static_cast<int>(split_ws(*procs).size()) : 0;
-  }
+  int live_processes() const override { return not_dying(pids_in(dir_)); }
 
   int kill_all() override {
     const auto pids = split_ws(read_text(dir_ / "cgroup.procs").value_or(""));
@@ -115,7 +140,7 @@ class ProcessGroup : public Isolation {
     // The child calls setpgid(0, 0) itself too; whichever runs first wins the race harmlessly.
     if (::setpgid(pid, pid) != 0 && errno != EACCES) throw SystemError("setpgid", errno);
   }
-  int live_processes() const override { return static_cast<int>(descendants_of(::getpid()).size()); }
+  int live_processes() const override { return not_dying(descendants_of(::getpid())); }
   int kill_all() override {
     if (pgid_ > 0) ::kill(-pgid_, SIGKILL);
     return kill_descendants(10);

@@ -22,7 +22,8 @@ class Isolation {
   virtual std::string mode() const = 0;
   // Puts the (not yet started) process in; throws SystemError on failure.
   virtual void adopt(pid_t pid) = 0;
-  // Number of processes still inside, besides any already reaped.
+  // Number of processes still inside and living on: not counting those already reaped, exiting, or
+  // with SIGKILL pending (what the workload itself killed, still leaving on a loaded machine).
   virtual int live_processes() const = 0;
   // Kills everything inside and waits (bounded) until it is gone. Returns how many were killed.
   virtual int kill_all() = 0;

@@ -79,7 +79,8 @@ ChildGroup::~ChildGroup() {
   kill_all();
 }
 
-void ChildGroup::spawn(const std::string& name, const std::function<std::string()>& body) {
+void ChildGroup::spawn(const std::string& name, const std::function<std::string()>& body,
+                       ProcessGroup group) {
   Pipe report;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -89,6 +90,7 @@ void ChildGroup::spawn(const std::string& name, const std::function<std::string(
     // parent's objects are the parent's to clean up.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(125);
+    if (group == ProcessGroup::kOwn) ::setpgid(0, 0);
     report.close_read();
     for (auto& c : children_)
       if (c.report_fd >= 0) ::close(c.report_fd);
@@ -108,6 +110,10 @@ void ChildGroup::spawn(const std::string& name, const std::function<std::string(
   }
   report.close_write();
   Child c;
+  if (group == ProcessGroup::kOwn) {
+    ::setpgid(pid, pid);  // also here: the group must exist before anyone kills it, whoever runs first
+    c.own_group = true;
+  }
   c.result.name = name;
   c.result.pid = pid;
   c.report_fd = report.read;
@@ -119,6 +125,16 @@ void ChildGroup::spawn(const std::string& name, const std::function<std::string(
 
 void ChildGroup::reap(Child& c, int options) {
   if (c.reaped) return;
+  if (c.own_group) {
+    // Its group dies with it, killed while the leader is still a zombie: until it is reaped its pid
+    // cannot name another process's group.
+    siginfo_t info{};
+    int r;
+    do {
+      r = ::waitid(P_PID, static_cast<id_t>(c.result.pid), &info, WEXITED | WNOWAIT | options);
+    } while (r < 0 && errno == EINTR);
+    if (r == 0 && info.si_pid == c.result.pid) ::kill(-c.result.pid, SIGKILL);
+  }
   int status = 0;
   rusage ru{};
   pid_t r;
@@ -134,7 +150,10 @@ void ChildGroup::reap(Child& c, int options) {
 
 void ChildGroup::kill_all() {
   for (auto& c : children_)
-    if (!c.reaped) ::kill(c.result.pid, SIGKILL);
+    if (!c.reaped) {
+      ::kill(c.result.pid, SIGKILL);
+      if (c.own_group) ::kill(-c.result.pid, SIGKILL);
+    }
   for (auto& c : children_) {
     reap(c, 0);
     if (c.report_fd >= 0) ::close(c.report_fd);

@@ -34,7 +34,15 @@ class ChildGroup {
   // Forks a child that runs `body` and exits 0 after sending what it returned, or exits 1 after
   // sending the text of the exception it threw. Call before the parent starts any thread: the
   // child of a multi-threaded process may only call async-signal-safe functions.
-  void spawn(const std::string& name, const std::function<std::string()>& body);
+  //
+  // kOwn puts the child in a process group of its own, which whatever it starts inherits (sdet's users:
+  // their shells and the shells' commands): killing the child then kills the group too, so a user that
+  // died mid-script leaves no command of it running, which its shell's PR_SET_PDEATHSIG cannot reach.
+  // The runner's process-group kill no longer reaches such a child directly; its PR_SET_PDEATHSIG and
+  // the runner's cgroup do.
+  enum class ProcessGroup { kShared, kOwn };
+  void spawn(const std::string& name, const std::function<std::string()>& body,
+             ProcessGroup group = ProcessGroup::kShared);
 
   // Waits until every child has exited; their reports in spawn order. Throws Error naming the
   // first child that failed (the others are then killed), or the ones still running at
@@ -55,6 +63,7 @@ class ChildGroup {
     int report_fd = -1;
     int pidfd = -1;
     bool reaped = false;
+    bool own_group = false;  // its pid is the id of a process group its descendants may outlive it in
     bool eof = false;
     int wait_status = 0;
   };

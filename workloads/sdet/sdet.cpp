@@ -268,12 +268,15 @@ WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContex
   Pipe go;
   ChildGroup group;
   for (int u = 0; u < o.users; ++u) {
-    group.spawn("sdet user " + std::to_string(u), [&, u] {
-      go.close_write();
-      setup_current_thread({"schedlab-sdet", cpus[static_cast<std::size_t>(u)], &o.policy, o.nice});
-      wait_for_go(go.read);
-      return sdet::run_user(plans[static_cast<std::size_t>(u)]);
-    });
+    group.spawn(
+        "sdet user " + std::to_string(u),
+        [&, u] {
+          go.close_write();
+          setup_current_thread({"schedlab-sdet", cpus[static_cast<std::size_t>(u)], &o.policy, o.nice});
+          wait_for_go(go.read);
+          return sdet::run_user(plans[static_cast<std::size_t>(u)]);
+        },
+        ChildGroup::ProcessGroup::kOwn);
   }
   const std::int64_t start_ns = monotonic_ns();
   go.close_write();
