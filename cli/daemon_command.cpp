@@ -14,6 +14,11 @@ DaemonCommand::DaemonCommand(CLI::App& app) {
                                 "serves Prometheus metrics");
   command_->add_option("--config", config_, "Campaign file (TOML)")->required();
   command_->add_option("--log-level", log_level_, "error | warning | info | debug")->default_val("info");
+  command_
+      ->add_option("--isolation", isolation_,
+                   "session: steps in a session of their own even where a cgroup v2 is writable (a daemon "
+                   "started inside another's step, as a change point's kernel rerun is)")
+      ->check(CLI::IsMember({"session", "cgroup"}));
 }
 
 int DaemonCommand::run() const {
@@ -25,6 +30,7 @@ int DaemonCommand::run() const {
   if (const char* wait = std::getenv("SCHEDLAB_DAEMON_REBOOT_WAIT_S"))
     options.reboot_wait_s = std::atof(wait);
   if (const char* isolation = std::getenv("SCHEDLAB_DAEMON_ISOLATION")) options.isolation = isolation;
+  if (!isolation_.empty()) options.isolation = isolation_;
   try {
     return run_daemon(options);
   } catch (const InputError&) {

@@ -14,7 +14,7 @@ class DaemonCommand {
 
  private:
   CLI::App* command_;
-  std::string config_, log_level_ = "info";
+  std::string config_, log_level_ = "info", isolation_;
 };
 
 }  // namespace schedlab

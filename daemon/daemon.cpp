@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "changes/update.hpp"
 #include "collector/runner/interrupt.hpp"
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
@@ -148,6 +149,7 @@ class Daemon {
       exporter_->set_instances(instances);
     }
     republish_latest();
+    refresh_changes(/*confirm=*/false);  // what the store knows, on /metrics before the next run
     if (!campaign_.schedule) return run_once();
     return run_scheduled();
   }
@@ -340,7 +342,73 @@ class Daemon {
         "run {} finished: {} step(s), {} failed{}", run.id, plan.size() - skipped, failed_steps(run.id),
         skipped ? fmt::format(", {} not needed once the comparisons stopped", skipped) : ""));
     if (exporter_) exporter_->set_current_step("", 0, static_cast<int>(plan.size()));
-    return true;
+    refresh_changes(campaign_.changes.confirm);
+    return !stopping();
+  }
+
+  // The change points of this host's series of the campaign's instances, with their stored statuses;
+  // with `confirm`, each suspected one is rerun (a paired experiment of the configurations either side,
+  // in the step's cgroup, so a killed daemon's rerun is killed like its steps) before the next run.
+  // Published on /metrics. A failure here is logged: the run's results are recorded already.
+  void refresh_changes(bool confirm) {
+    if (!campaign_.changes.detect) return;
+    try {
+      ChangeQuery query;
+      for (const auto& step : expand_plan(campaign_)) query.instance_ids.insert(step.instance_id);
+      query.host = running_hostname();
+      stats::ChangePointOptions options;
+      options.alpha = campaign_.changes.alpha;
+      options.min_effect = campaign_.changes.min_effect_pct / 100;
+      options.seed = campaign_.seed;
+      const ChangeSearch found = find_changes(*store_, query, options);
+      ChangeUpdate how;
+      how.confirm = confirm;
+      how.rerun.budget_s = campaign_.changes.budget_s;
+      how.rerun.seed = campaign_.seed;
+      how.rerun.boot = campaign_.boot;
+      how.rerun.kernel_cache = campaign_.kernel_cache;
+      how.rerun.timeout_s = campaign_.timeout_s;
+      how.rerun.settle_timeout_s = campaign_.settle_timeout_s;
+      how.rerun_root = campaign_runs_directory(campaign_) / "reruns";
+      how.running_release = running_kernel_release();
+      how.running_host = query.host;
+      how.run = [this](const std::vector<std::string>& args, const fs::path& log) {
+        std::vector<std::string> argv{options_.schedlab_binary.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        set_state(DaemonState::kRunning);
+        const auto exit = process_.run(
+            argv, log, [this] { return stopping(); }, kStopGraceSeconds);
+        return exit.stopped ? -1 : exit.exit_code;
+      };
+      how.say = [this](const std::string& line) { log_.info(line); };
+      // Once, when the rerun decides: the journal's reader is told as Prometheus is.
+      how.decided = [this](const ChangeRecord& r) {
+        if (r.status == kConfirmed)
+          log_.warning(fmt::format("confirmed change: {}.{} {} at {}: {:+.1f}% {} ({})", r.workload, r.metric,
+                                   r.instance_id, r.at, r.relative * 100, r.direction, r.reason));
+      };
+      how.stop_requested = [this] { return stopping(); };
+      const auto records = update_changes(*store_, found, how);
+      std::map<std::string, int> by_status;
+      for (const auto& r : records) ++by_status[r.status];
+      std::string counts;
+      for (const auto& [status, n] : by_status) counts += fmt::format(", {} {}", n, status);
+      log_.info(fmt::format("change points: {} in {} series{}", records.size(), found.series, counts));
+      if (!exporter_) return;
+      std::vector<ExportedChange> exported;
+      for (const auto& r : records)
+        exported.push_back({campaign_.exporter.host.empty() ? r.host : campaign_.exporter.host, r.workload,
+                            r.metric, r.instance_id, r.params_hash, r.configuration, r.direction, r.status,
+                            r.at, r.relative, r.lower, r.upper});
+      try {
+        exporter_->set_change_points(exported);
+      } catch (const Error& e) {
+        log_.warning(std::string("change points on /metrics: ") + e.what());
+        exporter_->count_publish_error();
+      }
+    } catch (const std::exception& e) {
+      log_.warning(std::string("change points not brought up to date: ") + e.what());
+    }
   }
 
   // A target campaign's comparisons brought up to date with the run's finished steps: new plans, looks

@@ -42,6 +42,7 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
   } else {
     argv.push_back("kernel");
     if (!c.kernel_cache.empty()) argv.insert(argv.end(), {"--cache-dir", c.kernel_cache.string()});
+    if (!c.recipes.empty()) argv.insert(argv.end(), {"--recipes", c.recipes.string()});
     argv.insert(argv.end(), {"boot", s.configuration, "--out", attempt_dir.string()});
     if (c.boot == "qemu") argv.insert(argv.end(), {"--timeout", std::to_string(qemu_step_timeout_s(c, s))});
     if (c.boot != "qemu")

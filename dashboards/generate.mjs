@@ -75,6 +75,20 @@ const workloadVar = () => queryVar('workload', 'Workload',
 const instanceVar = (scope) => queryVar('instance', 'Instance',
   `label_values(schedlab_repetitions{${scope}}, instance_id)`);
 
+// ---- annotations -----------------------------------------------------------------------------------
+// Change points of the store's nightly series (`schedlab changes`, exported by the daemon as
+// schedlab_change_point_timestamp_seconds, one series per change, its time as the value). Grafana's
+// Prometheus annotations with useValueForTime take a sample's value as the event time in milliseconds
+// (it replaces the frame's time field, which is in ms), hence * 1000. Every status is drawn, tagged, so
+// a suspected change is seen as one; the size is the series' `size` label (an annotation shows labels only).
+function changePoints(scope) {
+  return { name: 'Change points', datasource: DS, enable: true, hide: false, iconColor: 'orange',
+           expr: `schedlab_change_point_timestamp_seconds${sel(...scope)} * 1000`, step: '1h',
+           titleFormat: '{{metric}} {{status}} {{size}}',
+           textFormat: '{{workload}} {{instance_id}} on {{host}}, {{configuration}} ({{direction}}); schedlab changes has the runs',
+           tagKeys: 'status,direction', useValueForTime: true };
+}
+
 // ---- panels ----------------------------------------------------------------------------------------
 let nextId = 1;
 function target(expr, legend, refId, extra = {}) {
@@ -218,7 +232,8 @@ function workloadDetail() {
   return dashboard('schedlab-workloads', 'schedlab / Workload detail',
     'One row per workload: the headline metric over time per configuration, latency percentiles from the exported histograms, context switches and migrations per operation, IPC where hardware counters exist.',
     [datasourceVar(), hostVar(), configurationVar(), workloadVar(),
-     instanceVar('host=~"$host", configuration=~"$configuration", workload=~"$workload"')], panels, 'now-30d');
+     instanceVar('host=~"$host", configuration=~"$configuration", workload=~"$workload"')], panels, 'now-30d',
+    [changePoints([...SCOPE, 'workload=~"$workload"', 'instance_id=~"$instance"'])]);
 }
 
 // ---- Kernel A/B ------------------------------------------------------------------------------------
@@ -280,15 +295,17 @@ function kernelAB() {
      instanceVar('host=~"$host", workload=~"$workload"'),
      customVar('runs', 'Last N runs (nights)', ['7', '14', '30'],
                'How many nightly runs the medians cover: one run a night, so N days.')],
-    panels, 'now-30d');
+    // Changes whose first run after is A or B: the runs these panels compare.
+    panels, 'now-30d', [changePoints(['host=~"$host"', 'configuration=~"$a|$b"', 'workload=~"$workload"',
+                                      'instance_id=~"$instance"'])]);
 }
 
-function dashboard(uid, title, description, variables, panels, from) {
+function dashboard(uid, title, description, variables, panels, from, annotations = []) {
   return {
     uid, title, description, tags: ['schedlab'], editable: true, graphTooltip: 1, timezone: 'utc',
     schemaVersion: SCHEMA_VERSION, version: 1, refresh: '', time: { from, to: 'now' },
     timepicker: {}, fiscalYearStartMonth: 0, liveNow: false, weekStart: '',
-    annotations: { list: [] }, links: [
+    annotations: { list: annotations }, links: [
       { title: 'schedlab dashboards', type: 'dashboards', tags: ['schedlab'], asDropdown: true, icon: 'external link',
         includeVars: true, keepTime: true, targetBlank: false, tooltip: '', url: '' }],
     templating: { list: variables }, panels,

@@ -95,6 +95,48 @@ nlohmann::json RuntimeConfiguration::to_json() const {
   return j;
 }
 
+std::string RuntimeConfiguration::to_spec() const {
+  std::string spec = "name=" + name;
+  if (!scheduler.empty()) spec += ",scheduler=" + scheduler;
+  for (const auto& f : features) spec += ",feature=" + f;
+  for (const auto& [k, v] : tunables) spec += ",tunable." + k + "=" + v;
+  for (const auto& [k, v] : sysctls) spec += ",sysctl." + k + "=" + v;
+  if (cpu_weight) spec += ",cpu.weight=" + std::to_string(*cpu_weight);
+  if (cpu_max)
+    spec += ",cpu.max=" + (cpu_max->quota_us ? std::to_string(*cpu_max->quota_us) : std::string("max")) +
+            "/" + std::to_string(cpu_max->period_us);
+  return spec;
+}
+
+RuntimeConfiguration configuration_from_json(const nlohmann::json& given, const std::string& where) {
+  if (!given.is_object()) throw InputError(where + ": a runtime configuration is an object");
+  auto text = [&](const nlohmann::json& v, const std::string& key) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number() || v.is_boolean()) return v.dump();
+    throw InputError(where + ": " + key + ": expected a string or a number");
+  };
+  RuntimeConfiguration c;
+  c.defined_at = where;
+  c.name = given.contains("name") ? text(given["name"], "name") : std::string();
+  if (given.contains("scheduler") && !given["scheduler"].is_null())
+    c.scheduler = text(given["scheduler"], "scheduler");
+  if (given.contains("features"))
+    for (const auto& f : given["features"]) c.features.push_back(text(f, "features"));
+  if (given.contains("tunables"))
+    for (const auto& [k, v] : given["tunables"].items()) c.tunables[k] = text(v, "tunables." + k);
+  if (given.contains("sysctls"))
+    for (const auto& [k, v] : given["sysctls"].items()) c.sysctls[k] = text(v, "sysctls." + k);
+  if (given.contains("cpu_weight")) c.cpu_weight = parse_long(text(given["cpu_weight"], "cpu_weight"), where);
+  if (given.contains("cpu_max")) {
+    const auto& m = given["cpu_max"];
+    if (!m.is_object() || !m.contains("quota_us") || !m.contains("period_us"))
+      throw InputError(where + ": cpu_max: expected {quota_us, period_us}");
+    c.cpu_max = parse_cpu_max(
+        text(m["quota_us"], "cpu_max.quota_us") + " " + text(m["period_us"], "cpu_max.period_us"), where);
+  }
+  return c;
+}
+
 CpuBandwidth parse_cpu_max(const std::string& text, const std::string& where) {
   std::string t = text;
   for (auto& c : t)

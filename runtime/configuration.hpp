@@ -32,7 +32,13 @@ struct RuntimeConfiguration {
   std::string scx_name() const { return scx() ? scheduler.substr(4) : std::string(); }
   bool needs_cgroup() const { return cpu_weight.has_value() || cpu_max.has_value(); }
   nlohmann::json to_json() const;  // as given (the read-back values go in the bundle)
+  // The inline --configuration spec that resolves to this configuration again ("name=N,cpu.max=...").
+  std::string to_spec() const;
 };
+
+// The inverse of to_json(): a bundle's `configuration.runtime.given` back into a configuration, so that
+// a side measured once can be applied again (a change point's rerun). InputError naming `where`.
+RuntimeConfiguration configuration_from_json(const nlohmann::json& given, const std::string& where);
 
 // [configuration.NAME] tables of a TOML file; errors name the file, line and key (InputError).
 std::vector<RuntimeConfiguration> load_configurations(const std::filesystem::path& file);

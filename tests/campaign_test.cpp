@@ -270,7 +270,7 @@ TEST(CampaignErrors, UnknownKeysAnywhere) {
   expect_error(kHeader + "trails = 3\n" + w, 6, "[campaign] trails",
                "unknown key (known: alpha, boot, budget, configurations, ");
   expect_error(kHeader + w + "[exporterr]\nlisten = \"\"\n", 8, "exporterr",
-               "unknown key (known: campaign, exporter, workload)");
+               "unknown key (known: campaign, changes, exporter, workload)");
   expect_error(kHeader + "[exporter]\nlisen = \"127.0.0.1:1\"\n" + w, 7, "[exporter] lisen", "unknown key");
   expect_error(kHeader + w + "repetition = 3\n", 8, "[[workload]] repetition", "unknown key");
   expect_error(kHeader + w + "params = { thread = 2 }\n", 8, "[[workload]] params.thread",
@@ -465,6 +465,38 @@ TEST(CampaignErrors, Exporter) {
                "expected an http:// or https:// URL");
   expect_error(kHeader + "[exporter]\nconfigurations_per_host = 0\n" + w, 7,
                "[exporter] configurations_per_host", "must be at least 1");
+}
+
+TEST(CampaignErrors, Changes) {
+  const std::string w = "[[workload]]\nname = \"yield\"\n";
+  {
+    CampaignFile f(kHeader + w);
+    const auto c = f.load().changes;  // the defaults: detected and confirmed, 3 minutes a rerun
+    EXPECT_TRUE(c.detect);
+    EXPECT_TRUE(c.confirm);
+    EXPECT_EQ(c.budget_s, 180);
+    EXPECT_EQ(c.alpha, 0.05);
+    EXPECT_EQ(c.min_effect_pct, 2);
+  }
+  {
+    CampaignFile f(kHeader +
+                   "[changes]\ndetect = true\nconfirm = false\nbudget = \"90s\"\nalpha = 0.01\n"
+                   "min_effect = \"5%\"\n" +
+                   w);
+    const auto c = f.load().changes;
+    EXPECT_FALSE(c.confirm);
+    EXPECT_EQ(c.budget_s, 90);
+    EXPECT_EQ(c.alpha, 0.01);
+    EXPECT_EQ(c.min_effect_pct, 5);
+  }
+  expect_error(kHeader + "[changes]\nconfrim = true\n" + w, 7, "[changes] confrim", "unknown key");
+  expect_error(kHeader + "[changes]\nbudget = \"soon\"\n" + w, 7, "[changes] budget", "soon");
+  expect_error(kHeader + "[changes]\nbudget = 0\n" + w, 7, "[changes] budget", "must be a positive duration");
+  expect_error(kHeader + "[changes]\nalpha = 1.5\n" + w, 7, "[changes] alpha", "expected a number in (0, 1)");
+  expect_error(kHeader + "[changes]\nmin_effect = \"-1%\"\n" + w, 7, "[changes] min_effect", "0% or more");
+  expect_error(kHeader + "[changes]\ndetect = false\nconfirm = true\n" + w, 8, "[changes] confirm",
+               "needs detect = true");
+  expect_error(kHeader + "[changes]\nconfirm = \"yes\"\n" + w, 7, "[changes] confirm", "");
 }
 
 TEST(CampaignErrors, Workloads) {

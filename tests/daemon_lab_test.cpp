@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
+#include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/lab_boot.hpp"
@@ -129,6 +130,44 @@ repetitions = 9
   for (const auto& a : dry) line += " '" + a + "'";
   const auto o = testing::schedlab(line);
   EXPECT_EQ(o.code, 0) << line << "\n" << o.out;
+}
+
+// Issue 27: a campaign over the developer's own recipes (written by `kernel build --git` outside the
+// suite's tree) finds them in its `recipes` directory and hands that directory to each step's boot.
+TEST(DaemonLabSteps, ACampaignsOwnRecipesDirectoryReachesEveryBoot) {
+  TempDir dir;
+  const fs::path mine = dir.path() / "my-recipes";
+  fs::create_directories(mine);
+  std::ofstream(mine / "farm-image.toml") << "[source]\ntype = \"image\"\nkernel = \"/bin/true\"\nconfig = "
+                                             "\"/bin/true\"\n";
+  std::ofstream(dir.path() / "c.toml")
+      << campaign_header("mine", "once", dir.path()) << "boot = \"qemu\"\n"
+      << "recipes = \"" << mine.string() << "\"\n"
+      << "configurations = [\"farm-image\"]\n[[workload]]\nname = \"yield\"\n";
+  const auto campaign = load_campaign(dir.path() / "c.toml");
+  const auto plan = expand_plan(campaign);
+  ASSERT_EQ(plan.size(), 1u);
+  const auto argv = step_argv(campaign, plan[0], SCHEDLAB_BINARY, dir.path() / "attempt-1");
+  const auto at = std::find(argv.begin(), argv.end(), "--recipes");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at + 1), mine.string());
+  EXPECT_LT(at, std::find(argv.begin(), argv.end(), "boot")) << "a `kernel` option, before the subcommand";
+
+  // Without the directory the name is unknown; on a lab box an image is refused like a source build.
+  std::ofstream(dir.path() / "d.toml")
+      << campaign_header("mine", "once", dir.path())
+      << "configurations = [\"farm-image\"]\n[[workload]]\nname = \"yield\"\n";
+  EXPECT_THROW(load_campaign(dir.path() / "d.toml"), InputError);
+  std::ofstream(dir.path() / "e.toml")
+      << campaign_header("mine", "once", dir.path()) << "boot = \"kexec\"\n"
+      << "recipes = \"" << mine.string() << "\"\n"
+      << "configurations = [\"farm-image\"]\n[[workload]]\nname = \"yield\"\n";
+  try {
+    load_campaign(dir.path() / "e.toml");
+    ADD_FAILURE() << "an image recipe accepted for kexec";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'farm-image' is an image recipe"), std::string::npos) << e.what();
+  }
 }
 
 class DaemonLabBoot : public ::testing::Test {

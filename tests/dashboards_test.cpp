@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/exporter/exporter.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/daemon_process.hpp"
 #include "tests/prometheus_server.hpp"
@@ -134,6 +135,12 @@ TEST(DashboardsStatic, SchemaLintAndUnitsCatchMistakes) {
     EXPECT_EQ(r.code, 1) << c.to << "\n" << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.to << "\n" << r.out;
   }
+  // The change-point annotation with its time in seconds: Grafana would draw every marker in 1970.
+  const auto seconds = check(doctored(dir.path(), "workload-detail.json", "} * 1000", "}").string());
+  EXPECT_EQ(seconds.code, 1) << seconds.out;
+  EXPECT_NE(seconds.out.find("annotation \"Change points\": useValueForTime reads the value as milliseconds"),
+            std::string::npos)
+      << seconds.out;
 }
 
 // The dashboards' table of workloads is the registry's: a workload registered (or a headline metric
@@ -174,8 +181,16 @@ TEST(DashboardsPrometheus, EveryExpressionReturnsDataAndABogusMetricFails) {
   const fs::path dir = tmp.path();
   std::ofstream(dir / "once.toml") << campaign(dir, "once", "");
   const int port = testing::free_port();
+  // The change points a daemon exports after a campaign run (Exporter::set_change_points), served by an
+  // exporter of their own: the campaign here has one run, which holds no change. Set once the daemon's
+  // series say which configuration and instances there are.
+  ExporterSettings changes_settings;
+  changes_settings.listen = "127.0.0.1:0";
+  changes_settings.host = "ci-host";
+  Exporter changes(changes_settings);
   // Started first: it gets ready while the campaign runs.
-  testing::PrometheusServer prom({"127.0.0.1:" + std::to_string(port)});
+  testing::PrometheusServer prom(
+      {"127.0.0.1:" + std::to_string(port), "127.0.0.1:" + std::to_string(changes.port())});
   {
     DaemonProcess once(dir / "once.toml", dir / "once.log");
     ASSERT_EQ(once.wait(), 0) << once.log_text();
@@ -196,6 +211,27 @@ TEST(DashboardsPrometheus, EveryExpressionReturnsDataAndABogusMetricFails) {
       },
       std::chrono::seconds(30));
   ASSERT_TRUE(all) << "not every workload scraped: " << last << "\n" << serve.log_text() << prom.log();
+
+  // A confirmed regression of the yield sweep's second instance, in the daemon's configuration, and a
+  // suspected one of wakeup: the annotation queries of both dashboards must find them.
+  const auto yield = prom.query(R"(schedlab_repetitions{host="ci-host", workload="yield", status="ok"})");
+  ASSERT_EQ(yield.status, 200) << yield.body;
+  const auto yield_series = nlohmann::json::parse(yield.body)["data"]["result"];
+  ASSERT_FALSE(yield_series.empty()) << yield.body;
+  const auto& labels = yield_series.back()["metric"];
+  const std::string configuration = labels.at("configuration");
+  changes.set_change_points(
+      {{"ci-host", "wakeup", "latency_p99_us", "wakeup", "", configuration, "worse", "suspected",
+        "2026-12-05T02:06:03Z", 0.03, -0.01, 0.07},
+       {"ci-host", "yield", "ns_per_yield", labels.at("instance_id"), labels.at("params_hash"), configuration,
+        "worse", "confirmed", "2026-12-06T02:06:03Z", 0.052, 0.031, 0.07}});
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        auto r = prom.query(R"(schedlab_change_point_timestamp_seconds{host="ci-host"})");
+        return r.status == 200 && nlohmann::json::parse(r.body)["data"]["result"].size() == 2;
+      },
+      std::chrono::seconds(15)))
+      << prom.query("schedlab_change_point_timestamp_seconds").body;
 
   const std::string server = "--prometheus http://127.0.0.1:" + std::to_string(prom.port()) + " --bundles " +
                              (dir / "bundles").string();
@@ -221,6 +257,30 @@ TEST(DashboardsPrometheus, EveryExpressionReturnsDataAndABogusMetricFails) {
       << r.out;
   EXPECT_EQ(std::stoi(m[1]), static_cast<int>(kWorkloads.size()) + 1) << r.out;
   std::cout << r.out;
+  // Both dashboards' change-point annotations ran and found the changes.
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) annotation queries, (\d+) returned data)")))
+      << r.out;
+  EXPECT_EQ(std::stoi(m[1]), 2) << r.out;
+  EXPECT_EQ(std::stoi(m[2]), 2) << r.out;
+
+  // Annotation queries fail like targets: a family one letter off marks nothing, a syntax error is an
+  // error, and a label the title shows that the series lack would render empty on every marker.
+  const std::string annotation = "schedlab_change_point_timestamp_seconds{";
+  auto unmarked = check(
+      server + " " +
+      doctored(dir, "workload-detail.json", annotation, "schedlab_change_point_timestamp_second{").string());
+  EXPECT_EQ(unmarked.code, 1) << unmarked.out;
+  EXPECT_NE(unmarked.out.find("annotation \"Change points\": no data"), std::string::npos) << unmarked.out;
+  auto invalid = check(server + " " + doctored(dir, "kernel-ab.json", "} * 1000", "} * * 1000").string());
+  EXPECT_EQ(invalid.code, 1) << invalid.out;
+  EXPECT_NE(invalid.out.find("annotation \"Change points\": /api/v1/query"), std::string::npos)
+      << invalid.out;
+  auto unlabelled =
+      check(server + " " +
+            doctored(dir, "workload-detail.json", "{{metric}} {{status}} {{size}}", "{{metric}} {{sizes}}")
+                .string());
+  EXPECT_EQ(unlabelled.code, 1) << unlabelled.out;
+  EXPECT_NE(unlabelled.out.find("lacks the label(s) sizes it shows"), std::string::npos) << unlabelled.out;
 
   // A legend without the instance: the sweep's two yield instances drawn as one line, which the check
   // refuses.

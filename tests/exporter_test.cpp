@@ -652,5 +652,185 @@ TEST(ExporterPush, SilentGatewayTimesOut) {
   EXPECT_LT(waited, std::chrono::seconds(3));
 }
 
+// ---- change points (set_change_points) -------------------------------------------------------------
+
+ExportedChange change(const std::string& status, const std::string& direction, const std::string& at,
+                      double relative = 0.052) {
+  ExportedChange c;
+  c.host = "testhost";
+  c.workload = "yield";
+  c.metric = "ns_per_yield";
+  c.instance_id = "yield.threads=2";
+  c.params_hash = "6b4d6f56edcc7899";
+  c.configuration = "6.12-eevdf";
+  c.direction = direction;
+  c.status = status;
+  c.at = at;
+  c.relative_change = relative;
+  c.relative_lower = relative - 0.01;
+  c.relative_upper = relative + 0.01;
+  return c;
+}
+
+const std::vector<std::string> kChangeFamilies = {
+    "schedlab_change_points", "schedlab_change_point_relative_change",
+    "schedlab_change_point_relative_change_lower", "schedlab_change_point_relative_change_upper",
+    "schedlab_change_point_timestamp_seconds"};
+
+TEST(ExporterChangePoints, LabelsValuesAndTime) {
+  Exporter e(local_settings());
+  e.set_change_points({change("confirmed", "worse", "2026-12-06T02:06:03Z"),
+                       change("not reproduced", "better", "2026-12-07T02:05:59Z", -0.031)});
+  const auto samples = scrape(e);
+
+  const std::map<std::string, std::string> instance = {{"host", "testhost"},
+                                                       {"workload", "yield"},
+                                                       {"metric", "ns_per_yield"},
+                                                       {"instance_id", "yield.threads=2"},
+                                                       {"params_hash", "6b4d6f56edcc7899"},
+                                                       {"configuration", "6.12-eevdf"}};
+  auto count = find_samples(samples, "schedlab_change_points", instance);
+  ASSERT_EQ(count.size(), 2u);
+  auto confirmed = find_samples(count, "schedlab_change_points", {{"status", "confirmed"}});
+  ASSERT_EQ(confirmed.size(), 1u);
+  EXPECT_EQ(confirmed[0].labels.at("direction"), "worse");
+  EXPECT_EQ(confirmed[0].value, 1);
+  EXPECT_EQ(confirmed[0].labels.count("at"), 0u) << "the count is per label set, not per change";
+  // A matcher never needs quoting of a space: "not reproduced" is exported as not_reproduced.
+  auto not_reproduced = find_samples(count, "schedlab_change_points", {{"status", "not_reproduced"}});
+  ASSERT_EQ(not_reproduced.size(), 1u);
+  EXPECT_EQ(not_reproduced[0].labels.at("direction"), "better");
+
+  auto with_at = instance;
+  with_at["at"] = "2026-12-06T02:06:03Z";
+  with_at["status"] = "confirmed";
+  with_at["direction"] = "worse";
+  auto size = find_samples(samples, "schedlab_change_point_relative_change", with_at);
+  ASSERT_EQ(size.size(), 1u);
+  EXPECT_DOUBLE_EQ(size[0].value, 0.052);
+  auto lower = find_samples(samples, "schedlab_change_point_relative_change_lower", with_at);
+  auto upper = find_samples(samples, "schedlab_change_point_relative_change_upper", with_at);
+  ASSERT_EQ(lower.size(), 1u);
+  ASSERT_EQ(upper.size(), 1u);
+  EXPECT_DOUBLE_EQ(lower[0].value, 0.042);
+  EXPECT_DOUBLE_EQ(upper[0].value, 0.062);
+  // `date -u -d 2026-12-06T02:06:03Z +%s` prints 1796522763.
+  auto time = find_samples(samples, "schedlab_change_point_timestamp_seconds", with_at);
+  ASSERT_EQ(time.size(), 1u);
+  EXPECT_EQ(time[0].value, 1796522763.0);
+  // What a Grafana annotation shows of the size: it reads only labels.
+  EXPECT_EQ(time[0].labels.at("size"), "+5.2% (95%: +4.2% to +6.2%)");
+  EXPECT_EQ(find_samples(samples, "schedlab_change_point_relative_change").size(), 2u);
+  auto better =
+      find_samples(samples, "schedlab_change_point_relative_change", {{"status", "not_reproduced"}});
+  ASSERT_EQ(better.size(), 1u);
+  EXPECT_DOUBLE_EQ(better[0].value, -0.031);
+}
+
+// Two changes of one series with the same labels but for `at`: counted together, sized apart.
+TEST(ExporterChangePoints, CountsChangesWithTheSameLabels) {
+  Exporter e(local_settings());
+  e.set_change_points({change("confirmed", "worse", "2026-12-01T02:00:00Z"),
+                       change("confirmed", "worse", "2026-12-04T02:00:00Z", 0.08)});
+  const auto samples = scrape(e);
+  auto count = find_samples(samples, "schedlab_change_points");
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].value, 2);
+  EXPECT_EQ(find_samples(samples, "schedlab_change_point_timestamp_seconds").size(), 2u);
+}
+
+// The list replaces the previous one: a change it lacks has no series left, and an empty list leaves none.
+TEST(ExporterChangePoints, ReplacingTheListRemovesSeries) {
+  Exporter e(local_settings());
+  e.set_change_points({change("suspected", "worse", "2026-12-01T02:00:00Z"),
+                       change("suspected", "worse", "2026-12-02T02:00:00Z")});
+  ASSERT_EQ(find_samples(scrape(e), "schedlab_change_point_timestamp_seconds").size(), 2u);
+  // The rerun confirmed the second and did not reproduce the first, which the daemon then dropped.
+  e.set_change_points({change("confirmed", "worse", "2026-12-02T02:00:00Z")});
+  auto samples = scrape(e);
+  auto count = find_samples(samples, "schedlab_change_points");
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].labels.at("status"), "confirmed");
+  auto time = find_samples(samples, "schedlab_change_point_timestamp_seconds");
+  ASSERT_EQ(time.size(), 1u);
+  EXPECT_EQ(time[0].labels.at("at"), "2026-12-02T02:00:00Z");
+  e.set_change_points({});
+  samples = scrape(e);
+  for (const auto& family : kChangeFamilies) EXPECT_TRUE(find_samples(samples, family).empty()) << family;
+}
+
+// Cardinality: only the newest kExportedChangesMax (the end of the list) are exported.
+TEST(ExporterChangePoints, KeepsOnlyTheNewest) {
+  std::vector<ExportedChange> changes;
+  const std::size_t total = kExportedChangesMax + 50;
+  for (std::size_t i = 0; i < total; ++i) {
+    char at[32];
+    std::snprintf(at, sizeof at, "2026-%02zu-%02zuT02:00:00Z", 1 + i / 28, 1 + i % 28);
+    changes.push_back(change("suspected", "worse", at));
+  }
+  Exporter e(local_settings());
+  e.set_change_points(changes);
+  const auto samples = scrape(e);
+  auto time = find_samples(samples, "schedlab_change_point_timestamp_seconds");
+  EXPECT_EQ(time.size(), kExportedChangesMax);
+  std::set<std::string> exported;
+  for (const auto& s : time) exported.insert(s.labels.at("at"));
+  EXPECT_EQ(exported.count(changes.front().at), 0u);
+  EXPECT_EQ(exported.count(changes[total - kExportedChangesMax - 1].at), 0u);
+  EXPECT_EQ(exported.count(changes[total - kExportedChangesMax].at), 1u);
+  EXPECT_EQ(exported.count(changes.back().at), 1u);
+  auto count = find_samples(samples, "schedlab_change_points");
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].value, static_cast<double>(kExportedChangesMax));
+}
+
+// A change whose time does not read is left out and named; the others are set all the same.
+TEST(ExporterChangePoints, UnreadableTimeIsAnErrorAfterTheRest) {
+  Exporter e(local_settings());
+  try {
+    e.set_change_points({change("confirmed", "worse", "2026-12-06 02:06:03"),
+                         change("suspected", "better", "2026-12-07T02:00:00Z")});
+    ADD_FAILURE() << "no error for an unreadable time";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("\"2026-12-06 02:06:03\": not an ISO 8601 UTC time"),
+              std::string::npos)
+        << err.what();
+  }
+  const auto samples = scrape(e);
+  auto count = find_samples(samples, "schedlab_change_points");
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].labels.at("status"), "suspected");
+}
+
+// A scrape sees one whole list, never a mix of two: every scrape while the lists alternate has the
+// counts of one list and exactly its changes' series.
+TEST(ExporterChangePoints, AScrapeSeesOneWholeList) {
+  std::vector<ExportedChange> three, seven;
+  for (int i = 0; i < 3; ++i)
+    three.push_back(change("confirmed", "worse", "2026-11-0" + std::to_string(i + 1) + "T02:00:00Z"));
+  for (int i = 0; i < 7; ++i)
+    seven.push_back(change("suspected", "better", "2026-10-0" + std::to_string(i + 1) + "T02:00:00Z"));
+  Exporter e(local_settings());
+  e.set_change_points(three);
+  std::atomic<bool> stop = false;
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) e.set_change_points(i % 2 ? three : seven);
+  });
+  std::set<std::size_t> seen;
+  for (int i = 0; i < 60; ++i) {
+    const auto samples = scrape(e);
+    const auto time = find_samples(samples, "schedlab_change_point_timestamp_seconds");
+    const auto count = find_samples(samples, "schedlab_change_points");
+    ASSERT_EQ(count.size(), 1u);
+    EXPECT_EQ(count[0].value, static_cast<double>(time.size()));
+    EXPECT_EQ(count[0].labels.at("status"), time.size() == 3 ? "confirmed" : "suspected");
+    EXPECT_EQ(find_samples(samples, "schedlab_change_point_relative_change").size(), time.size());
+    seen.insert(time.size());
+  }
+  stop = true;
+  writer.join();
+  EXPECT_EQ(seen, (std::set<std::size_t>{3, 7})) << "the scrapes did not catch both lists";
+}
+
 }  // namespace
 }  // namespace schedlab

@@ -160,18 +160,22 @@ class Child {
   pid_t pid_ = -1;
 };
 
-// A Prometheus server scraping `targets` ("127.0.0.1:PORT") every second.
+// A Prometheus server scraping `targets` ("127.0.0.1:PORT") every second, and evaluating the rules of
+// `rule_files` (absolute paths) every second too.
 class PrometheusServer {
  public:
-  explicit PrometheusServer(const std::vector<std::string>& targets, bool honor_labels = false)
+  explicit PrometheusServer(const std::vector<std::string>& targets, bool honor_labels = false,
+                            const std::vector<std::filesystem::path>& rule_files = {})
       : port_(free_port()) {
     std::string list;
     for (const auto& t : targets) list += (list.empty() ? "'" : ", '") + t + "'";
-    spit(dir_.path() / "prometheus.yml",
-         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-         "scrape_configs:\n  - job_name: schedlab\n    honor_labels: " +
-             std::string(honor_labels ? "true" : "false") + "\n    static_configs:\n      - targets: [" +
-             list + "]\n");
+    std::string rules;
+    for (const auto& f : rule_files) rules += "  - '" + f.string() + "'\n";
+    spit(dir_.path() / "prometheus.yml", "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n" +
+                                             (rules.empty() ? std::string() : "rule_files:\n" + rules) +
+                                             "scrape_configs:\n  - job_name: schedlab\n    honor_labels: " +
+                                             std::string(honor_labels ? "true" : "false") +
+                                             "\n    static_configs:\n      - targets: [" + list + "]\n");
     child_ = std::make_unique<Child>(
         std::vector<std::string>{
             kPrometheusBinary.string(), "--config.file=" + (dir_.path() / "prometheus.yml").string(),

@@ -51,6 +51,33 @@ TEST(RuntimeConfiguration, AFileDefinesNamedConfigurationsWithEveryKind) {
   EXPECT_NE(tuned.defined_at.find("configurations.toml:"), std::string::npos) << tuned.defined_at;
 }
 
+// A change point's rerun applies the configurations its bundles recorded (configuration.runtime.given)
+// again, through the inline spec: both ways must give back every setting.
+TEST(RuntimeConfiguration, WhatABundleRecordsResolvesToTheSameConfigurationAgain) {
+  TempDir dir;
+  auto all = load_configurations(write(
+      dir,
+      "[configuration.fifo]\nscheduler = \"scx:fifo\"\n[configuration.found]\n"
+      "[configuration.tuned]\nfeatures = [\"NO_PLACE_LAG\"]\ntunables = { base_slice_ns = 1000000 }\n"
+      "sysctls = { \"kernel.sched_rr_timeslice_ms\" = 50 }\ncpu_weight = 50\ncpu_max = \"50000 100000\"\n"
+      "[configuration.unlimited]\ncpu_max = \"max 10000\"\n"));
+  ASSERT_EQ(all.size(), 4u);
+  for (const auto& c : all) {
+    const auto from_bundle = configuration_from_json(c.to_json(), "bundle");
+    EXPECT_EQ(from_bundle.to_json(), c.to_json()) << c.name;
+    const auto again = resolve_configuration(from_bundle.to_spec(), {});
+    EXPECT_EQ(again.to_json(), c.to_json()) << c.name << ": " << from_bundle.to_spec();
+  }
+  EXPECT_EQ(
+      resolve_configuration("tuned", all).to_spec(),
+      "name=tuned,feature=NO_PLACE_LAG,tunable.base_slice_ns=1000000,sysctl.kernel.sched_rr_timeslice_ms=50,"
+      "cpu.weight=50,cpu.max=50000/100000");
+  const auto bad = error_of([] {
+    configuration_from_json({{"name", "x"}, {"cpu_max", "half"}}, "bundle b.json");
+  });
+  EXPECT_NE(bad.find("bundle b.json: cpu_max"), std::string::npos) << bad;
+}
+
 TEST(RuntimeConfiguration, InlineAndShortFormsResolve) {
   auto c = resolve_configuration("name=half,cpu.max=50000/100000,sysctl.kernel.sched_rr_timeslice_ms=50", {});
   EXPECT_EQ(c.name, "half");

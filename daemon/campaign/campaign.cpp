@@ -37,9 +37,10 @@ namespace fs = std::filesystem;
 
 const std::set<std::string> kCampaignKeys = {
     "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
-    "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "boot", "runtime_configurations",
+    "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "recipes", "boot", "runtime_configurations",
     // a target campaign (CampaignTarget)
     "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
+const std::set<std::string> kChangesKeys = {"detect", "confirm", "budget", "alpha", "min_effect"};
 const std::set<std::string> kExporterKeys = {"listen", "pushgateway", "configurations_per_host", "host"};
 const std::set<std::string> kWorkloadKeys = {"name", "id", "repetitions", "params"};
 
@@ -292,6 +293,55 @@ void read_exporter(const Reader& r, const toml::table& root, Campaign& c) {
   if (auto v = r.string(t, p, "host")) c.exporter.host = *v;
 }
 
+std::optional<double> read_percent(const Reader& r, const toml::table& t, const std::string& p,
+                                   const char* key);
+
+// `budget`: a positive duration, "20m" or a number of seconds; `example` goes into the error.
+std::optional<double> read_budget(const Reader& r, const toml::table& t, const std::string& p,
+                                  const char* example) {
+  const toml::node* v = t.get("budget");
+  if (!v) return std::nullopt;
+  double seconds = 0;
+  if (v->is_number())
+    seconds = v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+  else if (v->is_string())
+    try {
+      seconds = parse_duration(v->as_string()->get(), "budget");
+    } catch (const InputError& e) {
+      r.fail(*v, p + "budget", e.what());
+    }
+  else
+    r.fail(*v, p + "budget",
+           fmt::format("expected a duration such as \"{}\" or a number of seconds", example));
+  if (!(seconds > 0)) r.fail(*v, p + "budget", "must be a positive duration");
+  return seconds;
+}
+
+void read_changes(const Reader& r, const toml::table& root, Campaign& c) {
+  const toml::node* n = root.get("changes");
+  if (!n) return;
+  if (!n->is_table()) r.fail(*n, "[changes]", "expected a table");
+  const auto& t = *n->as_table();
+  const std::string p = "[changes] ";
+  r.check_keys(t, p, kChangesKeys);
+  if (auto v = r.boolean(t, p, "detect")) c.changes.detect = *v;
+  if (auto v = r.boolean(t, p, "confirm")) c.changes.confirm = *v;
+  if (auto seconds = read_budget(r, t, p, "3m")) c.changes.budget_s = *seconds;
+  if (const toml::node* v = t.get("alpha")) {
+    if (!v->is_number()) r.fail(*v, p + "alpha", "expected a number in (0, 1)");
+    const double a =
+        v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    if (!(a > 0 && a < 1)) r.fail(*v, p + "alpha", fmt::format("{}: expected a number in (0, 1)", a));
+    c.changes.alpha = a;
+  }
+  if (auto v = read_percent(r, t, p, "min_effect")) {
+    if (!(*v >= 0)) r.fail(*t.get("min_effect"), p + "min_effect", "must be 0% or more");
+    c.changes.min_effect_pct = *v;
+  }
+  if (c.changes.confirm && !c.changes.detect && t.get("confirm"))
+    r.fail(*t.get("confirm"), p + "confirm", "confirms change points: needs detect = true");
+}
+
 // A percentage: a number, or a string such as "3%".
 std::optional<double> read_percent(const Reader& r, const toml::table& t, const std::string& p,
                                    const char* key) {
@@ -363,21 +413,7 @@ void read_target(const Reader& r, const toml::table& t, const std::string& p, Ca
           *t.get("max_trials"), p + "max_trials",
           fmt::format("{} is below the pilot's {} pairs, the first look", target.max_trials, target.pilot));
   }
-  if (const toml::node* v = t.get("budget")) {
-    double seconds = 0;
-    if (v->is_number())
-      seconds = v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
-    else if (v->is_string())
-      try {
-        seconds = parse_duration(v->as_string()->get(), "budget");
-      } catch (const InputError& e) {
-        r.fail(*v, p + "budget", e.what());
-      }
-    else
-      r.fail(*v, p + "budget", "expected a duration such as \"20m\" or a number of seconds");
-    if (!(seconds > 0)) r.fail(*v, p + "budget", "must be a positive duration");
-    target.budget_s = seconds;
-  }
+  if (auto seconds = read_budget(r, t, p, "20m")) target.budget_s = *seconds;
   if (!target.max_trials && !target.budget_s)
     r.fail(at, p + "target_mde", "give max_trials, budget or both: they bound the comparison");
   c.trials = target.max_trials ? target.max_trials : kBudgetOnlyMaxTrials;
@@ -411,6 +447,18 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
       r.fail(*t.get("kernel_cache"), p + "kernel_cache",
              "'" + *v + "': expected an absolute directory (`schedlab kernel --cache-dir`)");
   }
+  // The developer's own recipes (`kernel build --git` writes them outside the suite's tree): the
+  // configurations are looked up there, and each step's `kernel boot` is given it.
+  fs::path recipes = recipes_dir;
+  if (auto v = r.string(t, p, "recipes")) {
+    c.recipes = *v;
+    if (!c.recipes.is_absolute())
+      r.fail(*t.get("recipes"), p + "recipes",
+             "'" + *v + "': expected an absolute directory (`schedlab kernel --recipes`)");
+    if (!fs::is_directory(c.recipes))
+      r.fail(*t.get("recipes"), p + "recipes", "'" + *v + "': no such directory");
+    recipes = c.recipes;
+  }
   if (auto v = r.string(t, p, "boot")) {
     if (*v != "qemu" && *v != "kexec" && *v != "grub")
       r.fail(*t.get("boot"), p + "boot", "'" + *v + "': expected \"qemu\", \"kexec\" or \"grub\"");
@@ -440,13 +488,14 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
       } else if (name != "running") {
         kernels::Recipe recipe;
         try {
-          recipe = kernels::load_recipe(recipes_dir, name);
+          recipe = kernels::load_recipe(recipes, name);
         } catch (const InputError& e) {
           r.fail(*node, p + "configurations", e.what());
         }
-        if (c.boot != "qemu" && recipe.kind == kernels::SourceKind::kSource)
+        if (c.boot != "qemu" && recipe.kind != kernels::SourceKind::kPackage)
           r.fail(*node, p + "configurations",
-                 "'" + name + "' is a source recipe; boot = \"" + c.boot +
+                 "'" + name + "' is " + (recipe.kind == kernels::SourceKind::kImage ? "an " : "a ") +
+                     kernels::kind_name(recipe.kind) + " recipe; boot = \"" + c.boot +
                      "\" boots package recipes (install the built kernel as a package first)");
       }
       c.configurations.push_back(name);
@@ -515,9 +564,10 @@ Campaign load_campaign(const fs::path& file, const fs::path& recipes_dir) {
   Campaign c;
   c.file = file;
   c.content_hash = hex64(fnv1a64(bytes));
-  r.check_keys(root, "", {"campaign", "exporter", "workload"});
+  r.check_keys(root, "", {"campaign", "changes", "exporter", "workload"});
   read_campaign(r, root, recipes_dir, c);
   read_exporter(r, root, c);
+  read_changes(r, root, c);
   read_workloads(r, root, c);
   return c;
 }

@@ -53,6 +53,15 @@ bool on_running_kernel(const std::string& configuration);
 // NAME of "running:NAME", "" otherwise.
 std::string runtime_configuration_of(const std::string& configuration);
 
+// [changes]: change points of the campaign's series after each run, and their confirmation by rerun.
+struct ChangeSettings {
+  bool detect = true;         // change points after each run, published on /metrics
+  bool confirm = true;        // each suspected one rerun as a paired experiment (changes/)
+  double budget_s = 180;      // machine time of one rerun
+  double alpha = 0.05;        // of each split's permutation test
+  double min_effect_pct = 2;  // smaller changes of the median are not change points
+};
+
 struct Campaign {
   std::filesystem::path file;
   std::string name;
@@ -61,6 +70,8 @@ struct Campaign {
   std::filesystem::path output;          // bundles land under output/
   std::filesystem::path
       kernel_cache;  // `schedlab kernel --cache-dir` for recipe configurations; "": its default
+  std::filesystem::path
+      recipes;  // `schedlab kernel --recipes` for recipe configurations; "": the suite's own
   // How a recipe configuration is booted: "qemu" (a guest per step, the suite inside it), or on a lab
   // box "kexec" / "grub" (the machine itself reboots into the recipe's kernel for each step, and the
   // daemon, started again by its unit, resumes the step in that kernel).
@@ -79,6 +90,7 @@ struct Campaign {
   double timeout_s = 120;        // per repetition
   double settle_timeout_s = 10;  // longest wait for a quiet machine before each step (`run --settle-timeout`)
   ExporterSettings exporter;
+  ChangeSettings changes;
   std::vector<CampaignWorkload> workloads;
   std::string content_hash;  // of the file's bytes: a changed file is a new campaign
 };

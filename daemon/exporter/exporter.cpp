@@ -22,6 +22,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "core/error.hpp"
+#include "daemon/exporter/change_points.hpp"
 #include "daemon/exporter/headline.hpp"
 #include "daemon/exporter/listen.hpp"
 #include "daemon/exporter/process_metrics.hpp"
@@ -245,6 +246,26 @@ class StateCollector : public prometheus::Collectable {
   std::atomic<DaemonState> state_ = DaemonState::kStarting;
 };
 
+// The change points, replaced as a whole: rendered at each scrape from one list swapped under a lock, so a
+// scrape sees the daemon's previous list or its new one, never a mix (registry gauges removed and added one
+// by one would let a scrape catch a count without its change, or half of a new list), and a change the
+// new list lacks has no series left behind.
+class ChangePointCollector : public prometheus::Collectable {
+ public:
+  void set(std::vector<prometheus::MetricFamily> families) {
+    std::lock_guard lock(mutex_);
+    families_ = std::move(families);
+  }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::lock_guard lock(mutex_);
+    return families_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<prometheus::MetricFamily> families_;
+};
+
 }  // namespace
 
 struct Exporter::Impl {
@@ -255,6 +276,7 @@ struct Exporter::Impl {
       std::make_shared<ProcessCollector>(HostPaths::live(), "self", ProcessClock::live());
 
   std::shared_ptr<StateCollector> state = std::make_shared<StateCollector>();
+  std::shared_ptr<ChangePointCollector> change_points = std::make_shared<ChangePointCollector>();
   prometheus::Gauge& step_index = prometheus::BuildGauge()
                                       .Name("schedlab_daemon_step_index")
                                       .Help("0-based position in the plan of the step running or next")
@@ -362,6 +384,7 @@ struct Exporter::Impl {
     exposer->RegisterCollectable(registry);
     exposer->RegisterCollectable(state);
     exposer->RegisterCollectable(process);
+    exposer->RegisterCollectable(change_points);
   }
 
   prometheus::Counter& step_counter(const std::string& what, const std::string& help) {
@@ -448,6 +471,12 @@ void Exporter::set_instances(const std::set<std::string>& instance_ids) {
   for (auto& [configuration, mine] : impl_->series)
     impl_->drop_series(configuration, mine,
                        [&](const auto&, const auto& series) { return !impl_->kept(series.instance_id); });
+}
+
+void Exporter::set_change_points(const std::vector<ExportedChange>& changes) {
+  std::string errors;
+  impl_->change_points->set(change_point_families(changes, errors));
+  if (!errors.empty()) throw Error("exporter: change points: " + errors);
 }
 
 void Exporter::count_publish_error() {

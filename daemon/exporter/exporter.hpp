@@ -7,9 +7,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/result.hpp"
 #include "daemon/campaign/campaign.hpp"
+#include "daemon/exporter/change_points.hpp"
 
 namespace schedlab {
 
@@ -45,6 +47,12 @@ class Exporter {
   // publishing what it could; the caller logs it and counts it with count_publish_error().
   void publish(const Bundle& bundle, const std::string& configuration);
   void count_publish_error();  // schedlab_exporter_errors_total{operation="publish"}
+
+  // Replaces every change-point series with these (the daemon's current list, newest last): the newest
+  // kExportedChangesMax only, atomic for a scrape; a change the list no longer holds loses its series.
+  // Not pushed to a Pushgateway (they are not a configuration's). A change whose `at` is not ISO 8601 UTC
+  // is left out; after setting the others, throws Error naming it (log it, count_publish_error()).
+  void set_change_points(const std::vector<ExportedChange>& changes);
 
   // PUTs the configuration's whole group to the Pushgateway (job "schedlab", grouped by host and
   // configuration) when one is configured: every series this exporter holds for it (the bundle's

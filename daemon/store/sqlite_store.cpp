@@ -39,6 +39,10 @@ CREATE TABLE IF NOT EXISTS steps (
   run_id INTEGER REFERENCES campaign_runs(id), step_key TEXT, step_index INTEGER, status TEXT,
   attempts INTEGER, attempt_dir TEXT, bundle_path TEXT, started_at TEXT, finished_at TEXT, reason TEXT,
   PRIMARY KEY (run_id, step_key));
+CREATE TABLE IF NOT EXISTS change_points (
+  series TEXT, at TEXT, workload TEXT, metric TEXT, host TEXT, instance_id TEXT, params_hash TEXT,
+  configuration TEXT, direction TEXT, status TEXT, reason TEXT, relative REAL, lower REAL, upper REAL,
+  p_value REAL, rerun TEXT, updated_at TEXT, PRIMARY KEY (series, at));
 )";
 
 constexpr std::size_t kRebuildBatch = 32;  // bundles per rebuild transaction
@@ -191,6 +195,36 @@ class SqliteStore : public Store {
     q.bind_all(campaign);
     q.step();
     return q.text(0);
+  }
+
+  void record_change(const ChangeRecord& c) override {
+    sql::Statement(db_, R"(
+      INSERT OR REPLACE INTO change_points (series, at, workload, metric, host, instance_id, params_hash,
+        configuration, direction, status, reason, relative, lower, upper, p_value, rerun, updated_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17))")
+        .bind_all(c.series, c.at, c.workload, c.metric, c.host, c.instance_id, c.params_hash, c.configuration,
+                  c.direction, c.status, c.reason, c.relative, c.lower, c.upper, c.p_value, c.rerun,
+                  c.updated_at.empty() ? utc_timestamp() : c.updated_at)
+        .run();
+  }
+
+  std::vector<ChangeRecord> change_records() override {
+    std::vector<ChangeRecord> out;
+    {
+      sql::Statement t(db_,
+                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'change_points'");
+      t.step();
+      if (t.integer(0) == 0) return out;  // a store a reader opened, older than change points
+    }
+    sql::Statement q(db_, R"(
+      SELECT series, at, workload, metric, host, instance_id, params_hash, configuration, direction, status,
+             reason, relative, lower, upper, p_value, rerun, updated_at
+      FROM change_points ORDER BY at, series)");
+    while (q.step())
+      out.push_back({q.text(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), q.text(6), q.text(7),
+                     q.text(8), q.text(9), q.text(10), q.real(11), q.real(12), q.real(13), q.real(14),
+                     q.text(15), q.text(16)});
+    return out;
   }
 
   std::map<std::string, StepRecord> steps(std::int64_t run) override {

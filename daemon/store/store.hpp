@@ -39,6 +39,20 @@ struct CampaignRun {
   int steps_total = 0;
 };
 
+// A change point's status as last decided (`schedlab changes`, the daemon's confirmation by rerun). Keyed
+// by its series (changes/series_changes.hpp SeriesKey::text()) and `at`, the first run after it.
+struct ChangeRecord {
+  std::string series, at;
+  std::string workload, metric, host, instance_id, params_hash;
+  std::string configuration;  // of the first run after the change, as the exporter labels it
+  std::string direction;      // worse | better
+  std::string status;         // suspected | confirmed | not reproduced | unconfirmable
+  std::string reason;         // why that status: the rerun's verdict, or what makes it unconfirmable
+  double relative = 0, lower = 0, upper = 0, p_value = 1;  // the change's size (ratio) and interval
+  std::string rerun;                                       // the rerun's experiment record, when one ran
+  std::string updated_at;                                  // when the status was set
+};
+
 enum class StepStatus { kPending, kRunning, kFinished, kFailed };
 std::string to_string(StepStatus s);
 
@@ -94,6 +108,11 @@ class Store {
                         const std::string& reason) = 0;
   // A running step whose attempt was abandoned (killed daemon, SIGTERM): back to pending.
   virtual void abandon_step(std::int64_t run, const std::string& key, const std::string& reason) = 0;
+
+  // Change points: inserted or replaced by (series, at); all of them, oldest `at` first. A store made
+  // before change points has none (a reader sees an empty list).
+  virtual void record_change(const ChangeRecord& change) = 0;
+  virtual std::vector<ChangeRecord> change_records() = 0;
 
   // Drops the bundle index and re-indexes every bundle under `dir` (campaign progress is kept).
   // Returns the number indexed; a file that does not load is reported in `skipped`.

@@ -17,6 +17,10 @@
 //   6. with --prometheus and --bundles: every instance of the bundles (workload, instance_id, params_hash)
 //      of a configuration the server holds has its own series (schedlab_repetitions), and every dashboard
 //      variable named "instance" lists its id, so that a sweep's instances are never one line.
+//   7. annotations (the change points): each Prometheus annotation names its datasource as panels do, and one
+//      with useValueForTime multiplies by 1000 (Grafana reads the value as milliseconds); with --prometheus its
+//      expression runs like a target's and must return series whose values are millisecond times and that
+//      carry every label its titleFormat, textFormat and tagKeys name.
 // With no files given it checks dashboards/json/*.json and that they are what dashboards/generate.mjs writes.
 // Exit 0 when everything passed, 1 when anything failed (each failure printed), 2 on bad usage.
 import { readFileSync, readdirSync, existsSync, mkdirSync, renameSync } from 'node:fs';
@@ -51,7 +55,8 @@ function usage(why) {
 
 const failures = [];
 const fail = (where, what) => failures.push(`${where}: ${what}`);
-const stats = { dashboards: 0, panels: 0, targets: 0, withData: 0, hardwareEmpty: 0, variables: 0, instances: 0 };
+const stats = { dashboards: 0, panels: 0, targets: 0, withData: 0, hardwareEmpty: 0, variables: 0, instances: 0,
+  annotations: 0, annotationsWithData: 0 };
 
 // ---- the schema --------------------------------------------------------------------------------------
 // Generated from the installed (pinned) @grafana/schema into node_modules/.cache, so that `npm ci` of
@@ -85,6 +90,9 @@ function allPanels(d) {
   return out;
 }
 
+// Annotations that run a query (Grafana's built-in "Annotations & Alerts" has none).
+const queryAnnotations = (d) => (d.annotations?.list ?? []).filter((a) => !a.builtIn && 'expr' in a);
+
 function staticChecks(file, d, validate, pinned) {
   if (!validate(d)) {
     // Panel|RowPanel anyOf makes lists noisy: the first few specific errors are what matters.
@@ -102,6 +110,14 @@ function staticChecks(file, d, validate, pinned) {
   for (const v of vars) {
     if (v.type === 'query' && !sameDs(v.datasource))
       fail(file, `variable ${v.name}: datasource ${JSON.stringify(v.datasource)}, expected ${JSON.stringify(EXPECTED_DS)}`);
+  }
+  for (const a of queryAnnotations(d)) {
+    const where = `${file}: annotation "${a.name}"`;
+    if (!sameDs(a.datasource)) fail(where, `datasource ${JSON.stringify(a.datasource)}, expected ${JSON.stringify(EXPECTED_DS)}`);
+    if (typeof a.expr !== 'string' || !a.expr.trim()) fail(where, 'no expr');
+    // Grafana replaces the event's time (ms since the epoch) with the value: seconds would land in 1970.
+    else if (a.useValueForTime && !/\*\s*1000\s*$/.test(a.expr))
+      fail(where, 'useValueForTime reads the value as milliseconds: the expression must end in * 1000');
   }
   for (const p of allPanels(d)) {
     const where = `${file}: panel ${p.id} "${p.title}"`;
@@ -259,6 +275,7 @@ async function documented(family, catalogue) {
 async function queryChecks(file, d) {
   const values = await variableValues(file, d);
   const catalogue = catalogueFamilies();
+  await annotationChecks(file, d, values, catalogue);
   for (const p of allPanels(d)) {
     if (p.type === 'row') continue;
     substitute(p.title ?? '', values, `${file}: panel ${p.id} title`);
@@ -303,6 +320,36 @@ async function queryChecks(file, d) {
         continue;
       }
       fail(where, `no data (${samples.length} series, none with a finite value)\n    expr: ${expr}`);
+    }
+  }
+}
+
+// An annotation query: it must run, return series, with millisecond times when its value is the time, and
+// with every label its title, text and tags show (a misspelt label would render empty on every marker).
+async function annotationChecks(file, d, values, catalogue) {
+  for (const a of queryAnnotations(d)) {
+    const where = `${file}: annotation "${a.name}"`;
+    stats.annotations++;
+    const expr = substitute(a.expr ?? '', values, where);
+    for (const [f] of expr.matchAll(/\bschedlab_[a-z0-9_]+/g))
+      if (!(await documented(f, catalogue))) fail(where, `${f} is not in the exporter's catalogue (${args.catalogue})`);
+    let data;
+    try {
+      data = await api('/api/v1/query', { query: expr });
+    } catch (e) { fail(where, `${e.message}\n    expr: ${expr}`); continue; }
+    const series = (data.result ?? []).filter((s) => s.value && Number.isFinite(Number(s.value[1])));
+    if (!series.length) { fail(where, `no data (the annotation marks nothing)\n    expr: ${expr}`); continue; }
+    stats.annotationsWithData++;
+    const shown = new Set();
+    for (const text of [a.titleFormat ?? '', a.textFormat ?? ''])
+      for (const [, l] of text.matchAll(/\{\{\s*(\w+)\s*\}\}/g)) shown.add(l);
+    for (const l of String(a.tagKeys ?? '').split(',').map((k) => k.trim()).filter(Boolean)) shown.add(l);
+    for (const s of series) {
+      const missing = [...shown].filter((l) => !(l in s.metric));
+      if (missing.length) fail(where, `series ${JSON.stringify(s.metric)} lacks the label(s) ${missing.join(', ')} it shows`);
+      // After 2001-09-09 in milliseconds; a time in seconds is three orders of magnitude smaller.
+      if (a.useValueForTime && !(Number(s.value[1]) > 1e12))
+        fail(where, `value ${s.value[1]} is not a time in milliseconds (useValueForTime)\n    expr: ${expr}`);
     }
   }
 }
@@ -377,7 +424,8 @@ async function main() {
   console.log(`${stats.dashboards} dashboards, ${stats.panels} panels, ${stats.variables} variables; ` +
     (args.prometheus ? `${stats.targets} expressions run against ${args.prometheus}: ${stats.withData} returned data, ` +
       `${stats.hardwareEmpty} hardware-dependent accepted empty` : 'no --prometheus: PromQL not run') +
-    (args.prometheus && args.bundles ? `; ${stats.instances} bundle instances each a series of its own` : ''));
+    (args.prometheus && args.bundles ? `; ${stats.instances} bundle instances each a series of its own` : '') +
+    (args.prometheus ? `; ${stats.annotations} annotation queries, ${stats.annotationsWithData} returned data` : ''));
   for (const f of failures) console.error(`FAIL ${f}`);
   return failures.length ? 1 : 0;
 }
