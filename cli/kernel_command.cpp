@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
@@ -16,6 +17,7 @@
 #include "kernels/package_cache.hpp"
 #include "kernels/process.hpp"
 #include "kernels/recipe.hpp"
+#include "kernels/ref_recipes.hpp"
 #include "kernels/source_build.hpp"
 
 namespace schedlab {
@@ -27,8 +29,19 @@ using namespace kernels;
 constexpr int kExitFailed = 1;
 
 std::string source_text(const Recipe& r) {
-  if (r.kind == SourceKind::kPackage) return r.package.package + " " + r.package.version;
-  return "build of " + r.source.package + " " + r.source.version;
+  switch (r.kind) {
+    case SourceKind::kPackage:
+      return r.package.package + " " + r.package.version;
+    case SourceKind::kSource:
+      return "build of " + r.source.package + " " + r.source.version;
+    case SourceKind::kGit:
+      return "build of " + r.user.path.string() + " at " + r.user.ref;
+    case SourceKind::kTree:
+      return "build of the tree " + r.user.path.string();
+    case SourceKind::kImage:
+      return "image " + (r.image.deb.empty() ? r.image.kernel : r.image.deb).string();
+  }
+  return "";
 }
 
 void print_config(const Recipe& r, const KernelArtifacts& k) {
@@ -47,8 +60,9 @@ void require_config(const Recipe& r, const KernelArtifacts& k) {
   if (report.ok()) return;
   std::string list;
   for (const auto& m : report.missing()) list += "\n  " + m;
-  throw Error(fmt::format("{}: {} lacks {} required config option(s) ([config] require in {}):{}", r.name,
-                          k.config.string(), report.missing().size(), r.file.string(), list));
+  // Bad input (exit 2): the recipe asks for what the kernel it names was not configured with.
+  throw InputError(fmt::format("{}: {} lacks {} required config option(s) ([config] require in {}):{}",
+                               r.name, k.config.string(), report.missing().size(), r.file.string(), list));
 }
 
 }  // namespace
@@ -67,9 +81,27 @@ KernelCommand::KernelCommand(CLI::App& app) {
       command_->add_subcommand("fetch", "apt-get download the pinned package and unpack it into the cache");
   build_ = command_->add_subcommand("build", "Build a source recipe's kernel");
   update_ = command_->add_subcommand("update", "Re-pin a package recipe to the newest version its track has");
-  for (auto* c : {info_, fetch_, build_, update_}) c->add_option("NAME", name_, "Recipe name")->required();
+  for (auto* c : {info_, fetch_, update_}) c->add_option("NAME", name_, "Recipe name")->required();
+  build_->add_option("NAME", name_, "Recipe name (or --git with --ref)");
   build_->add_flag("--prepare-only", prepare_only_, "Stop after the patches and make olddefconfig");
   build_->add_option("--jobs", jobs_, "make -j (default: every online CPU)");
+  build_->add_flag("--allow-dirty", allow_dirty_,
+                   "A tree recipe: build a repository with uncommitted changes");
+  build_->add_option("--git", git_, "A git repository: write a recipe per --ref and build each, in order");
+  build_->add_option("--ref", refs_, "With --git: a commit, branch, tag or HEAD~1 (repeat: --ref A --ref B)");
+  build_
+      ->add_option("--config", git_config_,
+                   "With --git: defconfig, a recipe whose packaged config starts the build, or a config file")
+      ->default_val("defconfig");
+  build_->add_option(
+      "--fragment", git_fragment_,
+      "With --git: config options on top (default: fragments/schedlab-defconfig-guest.config, or "
+      "schedlab-build-builtin.config on a packaged config)");
+  build_->add_option("--name", git_name_,
+                     "With --git: recipe names NAME-REF (default: the repository's name)");
+  build_->add_option(
+      "--recipes-out", git_recipes_out_,
+      "With --git: where the recipes are written (default: --recipes, else ./schedlab-recipes)");
 
   boot_ = command_->add_subcommand(
       "boot", "Boot a recipe's kernel and run schedlab under it: ... boot NAME -- run ...");
@@ -131,8 +163,8 @@ int KernelCommand::run() const {
     fmt::print("{:<26} {:<22} {:<48} {}\n", "recipe", "label", "source", "cached");
     for (const auto& r : load_recipes(dir))
       fmt::print("{:<26} {:<22} {:<48} {}\n", r.name, r.label, source_text(r),
-                 r.kind == SourceKind::kSource ? (cached_build(r, dir, cache) ? "built" : "no")
-                                               : (cached_kernel(r, cache) ? "yes" : "no"));
+                 r.kind == SourceKind::kPackage ? (cached_kernel(r, cache) ? "yes" : "no")
+                                                : (cached_build(r, dir, cache) ? "built" : "no"));
     return 0;
   }
   if (guest_collect_->parsed())
@@ -151,6 +183,10 @@ int KernelCommand::run() const {
     return o.status == "ok" ? 0 : kExitFailed;
   }
 
+  if (build_->parsed() && !git_.empty()) return build_refs();
+  if (build_->parsed() && name_.empty())
+    throw InputError("kernel build: name a recipe, or --git PATH --ref A --ref B");
+  if (build_->parsed() && !refs_.empty()) throw InputError("--ref needs --git");
   const Recipe recipe = load_recipe(dir, name_);
   if (info_->parsed()) {
     fmt::print("recipe      {}\nfile        {}\n", recipe.name, recipe.file.string());
@@ -163,11 +199,18 @@ int KernelCommand::run() const {
     fmt::print("cmdline     {} {}\n", recipe.cmdline, identity_args(recipe));
     for (const auto& f : recipe.sched_features) fmt::print("feature     {}\n", f);
     for (const auto& [k, v] : recipe.sched_tunables) fmt::print("tunable     sched/{} = {}\n", k, v);
-    if (auto k = cached_kernel(recipe, cache)) {
+    if (recipe.kind == SourceKind::kGit)
+      fmt::print("repository  {}\nref         {}\n", recipe.user.path.string(), recipe.user.ref);
+    if (recipe.kind == SourceKind::kTree) fmt::print("tree        {}\n", recipe.user.path.string());
+    const auto k =
+        recipe.kind == SourceKind::kPackage ? cached_kernel(recipe, cache) : cached_build(recipe, dir, cache);
+    if (k) {
       fmt::print("cached      {}\n", k->root.parent_path().string());
+      for (const auto& [name, value] : k->identity) fmt::print("identity    {} = {}\n", name, value);
       print_config(recipe, *k);
     } else {
-      fmt::print("cached      no (`schedlab kernel fetch {}`); requires:", recipe.name);
+      fmt::print("cached      no (`schedlab kernel {} {}`); requires:",
+                 recipe.kind == SourceKind::kPackage ? "fetch" : "build", recipe.name);
       for (const auto& q : recipe.require) fmt::print(" {}", q.option);
       fmt::print("\n");
     }
@@ -199,6 +242,7 @@ int KernelCommand::run() const {
     SourceBuildOptions opts;
     opts.prepare_only = prepare_only_;
     opts.jobs = jobs_;
+    opts.allow_dirty = allow_dirty_;
     auto k = build_kernel(recipe, dir, cache, opts, std::cerr);
     if (!prepare_only_) require_config(recipe, k);
     fmt::print("{}\n", prepare_only_ ? k.config.parent_path().string() : k.root.parent_path().string());
@@ -228,12 +272,20 @@ int KernelCommand::run() const {
   req.schedlab_binary = fs::read_symlink("/proc/self/exe");
   req.work_dir = cache;
   auto backend = make_backend(backend_);
-  if (recipe.kind == SourceKind::kSource) {
+  if (recipe.kind == SourceKind::kImage) {
+    if (backend_ != "qemu")
+      throw InputError(recipe.name +
+                       ": lab backends boot package recipes (install the image as a package first)");
+    req.kernel = build_kernel(recipe, dir, cache, {}, std::cerr);  // installs it, or finds it installed
+    require_config(recipe, req.kernel);
+  } else if (recipe.kind != SourceKind::kPackage) {
     if (backend_ != "qemu")
       throw InputError(recipe.name + ": lab backends boot package recipes (install a built kernel first)");
     auto built = cached_build(recipe, dir, cache);
     if (!built)
-      throw InputError(recipe.name + ": not built yet (`schedlab kernel build " + recipe.name + "`)");
+      throw InputError(recipe.name + ": not built yet" +
+                       (recipe.kind == SourceKind::kTree ? " (or the tree changed since its build)" : "") +
+                       " (`schedlab kernel build " + recipe.name + "`)");
     req.kernel = *built;
   } else if (backend_ == "qemu" && !dry_run_) {
     req.kernel = fetch_kernel(recipe, cache, std::cerr);
@@ -280,6 +332,52 @@ int KernelCommand::run() const {
               << result.console_tail << "\n";
     return kExitFailed;
   }
+  return 0;
+}
+
+int KernelCommand::build_refs() const {
+  const fs::path dir = recipes_dir_.empty() ? default_recipes_dir() : fs::path(recipes_dir_);
+  const fs::path cache = fs::absolute(cache_dir_.empty() ? default_cache_dir() : fs::path(cache_dir_));
+  if (!name_.empty()) throw InputError("kernel build: a recipe NAME or --git, not both");
+  if (prepare_only_)
+    throw InputError("--prepare-only works on one recipe: build --git writes them; then build NAME");
+  RefRecipesRequest q;
+  q.repository = git_;
+  q.refs = refs_;
+  q.config = git_config_;
+  q.fragment = git_fragment_;
+  q.prefix = git_name_;
+  q.out_dir = fs::absolute(!git_recipes_out_.empty() ? fs::path(git_recipes_out_)
+                           : !recipes_dir_.empty()   ? fs::path(recipes_dir_)
+                                                     : fs::path("schedlab-recipes"));
+  q.builtin_recipes = default_recipes_dir();
+  const auto written = write_ref_recipes(q);
+  for (const auto& w : written)
+    fmt::print(stderr, "{}: {} ({})\n", w.name, w.file.string(), w.commit.substr(0, 12));
+  SourceBuildOptions opts;
+  opts.jobs = jobs_;
+  std::vector<std::string> lines;
+  for (const auto& w : written) {
+    const auto recipe = load_recipe(q.out_dir, w.name);
+    const auto k = build_kernel(recipe, q.out_dir, cache, opts, std::cerr);
+    require_config(recipe, k);
+    const auto record =
+        nlohmann::json::parse(read_text(k.root.parent_path() / "built.json").value_or("{}"), nullptr, false);
+    const double seconds = record.is_object() ? record.value("build_seconds", 0.0) : 0.0;
+    lines.push_back(fmt::format("{:<28} {} {:>7.0f} s  {}", w.name, w.commit.substr(0, 12), seconds,
+                                record.is_object() ? record.value("started", std::string()) : std::string()));
+  }
+  fmt::print("recipes in {}:\n", q.out_dir.string());
+  for (const auto& l : lines) fmt::print("  {}\n", l);
+  if (written.size() >= 2) {
+    const auto between = commits_between(git_, written.front().commit, written.back().commit, 20);
+    fmt::print("{} commit{} from {} to {}\n", between.count, between.count == 1 ? "" : "s", refs_.front(),
+               refs_.back());
+    for (const auto& l : between.lines) fmt::print("  {}\n", l);
+  }
+  fmt::print(
+      "next: schedlab kernel --recipes {} boot NAME --out DIR -- run ...; then schedlab diff DIR_A DIR_B\n",
+      q.out_dir.string());
   return 0;
 }
 

@@ -27,8 +27,13 @@ class KernelCommand {
   int smp_ = 2, memory_mib_ = 2048, numa_ = 0, timeout_s_ = 900, boot_timeout_s_ = 120;
   std::string then_label_;  // --then-label: the --then kernel's bundles
   int poweroff_grace_s_ = 30;
-  bool dry_run_ = false, prepare_only_ = false;
+  bool dry_run_ = false, prepare_only_ = false, allow_dirty_ = false;
   int jobs_ = 0;
+  // build --git PATH --ref A --ref B
+  std::string git_, git_config_ = "defconfig", git_fragment_, git_name_, git_recipes_out_;
+  std::vector<std::string> refs_;
+
+  int build_refs() const;
 };
 
 }  // namespace schedlab

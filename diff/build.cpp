@@ -586,6 +586,8 @@ DiffResult build_diff(const std::vector<Side>& input_sides, const DiffOptions& o
           side.name, side.repetitions_per_trial, side.trials));
   }
   adjust_and_judge(r);
+  // Last: git runs only for a diff that stands (not one refused across hardware or methods).
+  r.kernel_commits = kernel_commits(sides);
   return r;
 }
 

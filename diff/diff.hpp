@@ -10,6 +10,7 @@
 
 #include "core/metric.hpp"
 #include "diff/diagnostics_diff.hpp"
+#include "diff/kernel_commits.hpp"
 #include "diff/profile_diff.hpp"
 #include "diff/samples.hpp"
 #include "diff/sides.hpp"
@@ -139,6 +140,7 @@ struct DiffResult {
   std::vector<SideInfo> sides;  // base first
   std::vector<std::string> warnings;
   std::vector<EnvironmentDifference> environment;
+  std::vector<KernelCommits> kernel_commits;  // each other side against the base, when both are git kernels
   std::vector<InstanceDiff> instances;
   nlohmann::json experiment;  // the run --versus experiment both sides come from (experiment_record.hpp)
   bool regression = false;    // a headline verdict `worse`, or a significant rise in failures, anywhere

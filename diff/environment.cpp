@@ -15,6 +15,11 @@ constexpr EnvironmentField kFields[] = {
     {"kernel.version", "/kernel/version", "configuration"},
     {"kernel.build_id", "/kernel/build_id", "configuration"},
     {"kernel.recipe", "/kernel/booted_by/recipe", "configuration"},
+    // A kernel the user brought (kernels/): the commit it was built from, whether its tree had changes
+    // the commit does not hold, or the hash of a prebuilt image. Two builds of one release differ here.
+    {"kernel.commit", "/kernel/booted_by/commit", "configuration"},
+    {"kernel.dirty", "/kernel/booted_by/dirty", "configuration"},
+    {"kernel.image", "/kernel/booted_by/image_sha256", "configuration"},
     {"configuration.hash", "/configuration/hash", "configuration"},
     {"configuration.scheduler", "/configuration/scheduler", "configuration"},
     {"configuration.cmdline", "/configuration/cmdline", "configuration"},

@@ -155,6 +155,30 @@ nlohmann::json instance_json(const InstanceDiff& in) {
           {"metrics", metrics}};
 }
 
+// Each other side against the base when both are git kernels of one repository; empty otherwise.
+nlohmann::json kernel_commits_json(const DiffResult& diff) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : diff.kernel_commits) {
+    const auto& r = k.range;
+    const auto t = commits_text(k, diff.sides.front().name);
+    nlohmann::json log = nlohmann::json::array();
+    for (const auto& c : r.log) log.push_back({{"commit", c.commit}, {"subject", c.subject}});
+    const bool known = !r.error;
+    out.push_back({{"side", k.side},
+                   {"repository", r.repository},
+                   {"base", {{"commit", r.base_commit}, {"dirty", k.base_dirty}}},
+                   {"other", {{"commit", r.other_commit}, {"dirty", k.other_dirty}}},
+                   {"error", known ? nlohmann::json() : nlohmann::json(*r.error)},
+                   {"ahead", known ? nlohmann::json(r.ahead) : nlohmann::json()},
+                   {"behind", known ? nlohmann::json(r.behind) : nlohmann::json()},
+                   {"listed", known ? nlohmann::json(r.listed) : nlohmann::json()},
+                   {"log", log},
+                   {"more", known ? nlohmann::json(r.listed_count() - r.log.size()) : nlohmann::json()},
+                   {"text", {{"title", t.title}, {"summary", t.summary}, {"more", t.more}}}});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json diff_to_json(const DiffResult& diff) {
@@ -186,6 +210,7 @@ nlohmann::json diff_to_json(const DiffResult& diff) {
             {"trend_alpha", diff.options.trend_alpha}}},
           {"sides", sides},
           {"summary", summary_json(diff)},
+          {"kernel_commits", kernel_commits_json(diff)},
           {"warnings", diff.warnings},
           {"environment_differences", environment},
           {"instances", instances},

@@ -106,6 +106,21 @@ std::string instance_details(const InstanceDiff& in, const DiffResult& diff) {
   return out + "\n";
 }
 
+// The commits between git kernels: the log as git prints it, in a code block.
+std::string kernel_commits_markdown(const DiffResult& diff) {
+  std::string out;
+  for (const auto& k : diff.kernel_commits) {
+    const auto t = commits_text(k, diff.sides.front().name);
+    out += fmt::format("Kernel commits: {}\n\n{}\n\n", escaped(t.title), escaped(t.summary));
+    if (k.range.log.empty()) continue;
+    out += "```\n";
+    for (const auto& c : k.range.log) out += c.commit + " " + c.subject + "\n";
+    if (!t.more.empty()) out += t.more + "\n";
+    out += "```\n\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_diff_markdown(const DiffResult& diff) {
@@ -121,6 +136,7 @@ std::string format_diff_markdown(const DiffResult& diff) {
       "Change: Hodges-Lehmann shift against the base, with its interval at 1-alpha (levels in the details); "
       "verdicts at alpha {:g} after Benjamini-Hochberg, margin ±{:g}%.\n\n",
       diff.options.alpha, diff.options.min_effect_pct);
+  out += kernel_commits_markdown(diff);
   for (const auto& w : diff.warnings)
     if (w.rfind("FORCED:", 0) != 0) out += "> **WARNING**: " + escaped(w) + "\n\n";
   for (const auto& in : diff.instances)

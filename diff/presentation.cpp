@@ -232,4 +232,35 @@ std::size_t counters_total(const InstanceDiff& in) {
   return counters_shown(in, true).size();
 }
 
+CommitsText commits_text(const KernelCommits& k, const std::string& base_name) {
+  const auto& r = k.range;
+  auto id = [](const std::string& commit, bool dirty) {
+    return commit.substr(0, 12) + (dirty ? " (dirty)" : "");
+  };
+  auto commits = [](std::size_t n) { return fmt::format("{} commit{}", n, n == 1 ? "" : "s"); };
+  const auto base = r.base_commit.substr(0, 12), other = r.other_commit.substr(0, 12);
+  CommitsText t;
+  t.title = fmt::format("{} {} against {} {} in {}", k.side, id(r.other_commit, k.other_dirty), base_name,
+                        id(r.base_commit, k.base_dirty), r.repository);
+  if (r.error) {
+    t.summary = "commits between them: " + *r.error;
+    return t;
+  }
+  if (r.ahead == 0 && r.behind == 0)
+    t.summary = k.base_dirty || k.other_dirty
+                    ? "the same commit: what differs is a dirty tree's changes, which git does not hold"
+                    : "the same commit";
+  else if (r.behind == 0)
+    t.summary = fmt::format("{} in {}..{}:", commits(r.ahead), base, other);
+  else if (r.ahead == 0)
+    t.summary = fmt::format("{} is older: {} has {} more, {}..{}:", k.side, base_name, commits(r.behind),
+                            other, base);
+  else
+    t.summary = fmt::format("the two diverged: {} only in {}, {} only in {}; {}..{}:", commits(r.ahead),
+                            k.side, r.behind, base_name, base, other);
+  if (r.listed_count() > r.log.size())
+    t.more = fmt::format("... and {} more", r.listed_count() - r.log.size());
+  return t;
+}
+
 }  // namespace schedlab

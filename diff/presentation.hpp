@@ -65,4 +65,16 @@ std::size_t hidden_marked_counters(const InstanceDiff& in, bool all);
 // Counter rows of an instance in all (moved or not), per-operation copies counted once.
 std::size_t counters_total(const InstanceDiff& in);
 
+// The commits between a git kernel and the base's (diff/kernel_commits.hpp), as the text, the markdown
+// and the report print them. Title: "tip 89abcdef0123 against v6.12 0123456789ab in /srv/linux" (a
+// dirty tree's commit marked "(dirty)"). Summary: "3 commits in 0123456789ab..89abcdef0123:", the ways
+// an older or diverged side reads, or "commits between them: repository /x not readable here".
+// More: "... and 5 more" when the log was capped, else empty.
+struct CommitsText {
+  std::string title;
+  std::string summary;
+  std::string more;
+};
+CommitsText commits_text(const KernelCommits& k, const std::string& base_name);
+
 }  // namespace schedlab

@@ -69,6 +69,19 @@ std::string verdicts(const DiffResult& diff, const TextLayout& l) {
               l, 2);
 }
 
+// The commits between git kernels (diff/kernel_commits.hpp): what changed in the code, beside the
+// verdicts on what changed in the numbers.
+std::string kernel_commits_text(const DiffResult& diff, const TextLayout& l) {
+  std::string out;
+  for (const auto& k : diff.kernel_commits) {
+    const auto t = commits_text(k, diff.sides.front().name);
+    out += para("kernel commits: ", t.title, l, 2) + para("  ", t.summary, l, 4);
+    for (const auto& c : k.range.log) out += para("    " + c.commit + " ", c.subject, l, 5 + c.commit.size());
+    if (!t.more.empty()) out += "    " + t.more + "\n";
+  }
+  return out;
+}
+
 // What the counts are (notes first), then one header line: the rows that follow are the classic block.
 std::string profile_header(const ProfileDiff& p, const InstanceDiff& in, const DiffResult& diff,
                            const TextLayout& l) {
@@ -209,6 +222,7 @@ std::string format_diff_text(const DiffResult& diff, const TextLayout& l) {
     if (w.rfind("FORCED:", 0) == 0) out += warning(w), forced = true;
   if (forced) out += "\n";
   out += title(diff, l) + "\n" + verdicts(diff, l);
+  if (const auto commits = kernel_commits_text(diff, l); !commits.empty()) out += "\n" + commits;
   std::string warnings;
   for (const auto& w : diff.warnings)
     if (w.rfind("FORCED:", 0) != 0) warnings += warning(w);

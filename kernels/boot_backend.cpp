@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/cmdline_word.hpp"
 #include "core/error.hpp"
 #include "kernels/lab_backends.hpp"
 
@@ -40,6 +41,13 @@ QemuTopology parse_topology(const std::string& text) {
 
 std::string identity_args(const Recipe& recipe) {
   return "schedlab.recipe=" + recipe.name + " schedlab.label=" + recipe.label;
+}
+
+std::string identity_args(const Recipe& recipe, const KernelArtifacts& kernel) {
+  std::string out = identity_args(recipe);
+  for (const auto& [name, value] : kernel.identity)
+    out += " schedlab." + name + "=" + encode_cmdline_word(value);
+  return out;
 }
 
 std::unique_ptr<BootBackend> make_kexec_backend() {

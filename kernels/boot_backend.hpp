@@ -97,5 +97,8 @@ std::unique_ptr<BootBackend> make_backend(const std::string& name);
 
 // The kernel arguments every backend adds so a bundle can name the recipe it was booted by.
 std::string identity_args(const Recipe& recipe);
+// With where a user's kernel came from (KernelArtifacts::identity): schedlab.source=git
+// schedlab.commit=ID schedlab.repo=PATH ..., each value one encoded word (core/cmdline_word.hpp).
+std::string identity_args(const Recipe& recipe, const KernelArtifacts& kernel);
 
 }  // namespace schedlab::kernels

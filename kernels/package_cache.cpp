@@ -28,15 +28,7 @@ fs::path entry_dir(const Recipe& recipe, const fs::path& cache_dir) {
 }
 
 KernelArtifacts artifacts(const Recipe& recipe, const fs::path& root) {
-  const auto& p = recipe.package;
-  return {p.package,
-          p.version,
-          p.release,
-          root,
-          root / "boot" / ("vmlinuz-" + p.release),
-          root / "boot" / ("System.map-" + p.release),
-          root / "boot" / ("config-" + p.release),
-          root / "lib/modules" / p.release};
+  return artifacts_under(root, recipe.package.package, recipe.package.version, recipe.package.release);
 }
 
 void require_package_recipe(const Recipe& recipe, const std::string& what) {
@@ -52,6 +44,18 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+KernelArtifacts artifacts_under(const fs::path& root, const std::string& package, const std::string& version,
+                                const std::string& release) {
+  return {package,
+          version,
+          release,
+          root,
+          root / "boot" / ("vmlinuz-" + release),
+          root / "boot" / ("System.map-" + release),
+          root / "boot" / ("config-" + release),
+          root / "lib/modules" / release};
+}
 
 AptPolicy parse_apt_policy(const std::string& text) {
   AptPolicy p;

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/recipe.hpp"
@@ -20,7 +21,15 @@ struct KernelArtifacts {
   // Source builds only (empty for a package): the recipe hash naming CACHE/builds/<name>-<hash> and
   // the GNU build id of its vmlinux, which a booted kernel's bundle must show (kernel.build_id).
   std::string hash = {}, build_id = {};  // defaulted: an aggregate list may stop before them
+  // Where a user's kernel came from, as kernel command-line words schedlab.NAME=VALUE that its bundles
+  // record under kernel.booted_by: {"source","git"}, {"commit",ID}, {"repo",PATH}, {"image",SHA256}...
+  std::vector<std::pair<std::string, std::string>> identity = {};
 };
+
+// A kernel installed under `root` as a package installs it: boot/{vmlinuz,System.map,config}-RELEASE
+// and lib/modules/RELEASE.
+KernelArtifacts artifacts_under(const std::filesystem::path& root, const std::string& package,
+                                const std::string& version, const std::string& release);
 
 // What `apt-cache policy PACKAGE` says; versions empty when apt does not know the package.
 struct AptPolicy {

@@ -23,6 +23,14 @@
 namespace schedlab::kernels {
 namespace {
 
+// Where a user's kernel came from ({"source": "git", "commit": ...}), or null for the suite's own.
+nlohmann::json identity_json(const KernelArtifacts& k) {
+  if (k.identity.empty()) return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, value] : k.identity) out[name] = value;
+  return out;
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -327,8 +335,8 @@ class QemuBackend : public BootBackend {
   // The kernel command line: serial console, panic ends qemu (-no-reboot), the recipe's own
   // arguments, its identity and the accelerator (recorded in the bundle), then --append.
   static std::string guest_append(const BootRequest& r) {
-    std::string append = "console=ttyS0 panic=-1 " + r.recipe.cmdline + " " + identity_args(r.recipe) +
-                         " schedlab.accel=" + r.accel;
+    std::string append = "console=ttyS0 panic=-1 " + r.recipe.cmdline + " " +
+                         identity_args(r.recipe, r.kernel) + " schedlab.accel=" + r.accel;
     if (!r.append.empty()) append += " " + r.append;
     return append;
   }
@@ -431,7 +439,8 @@ class QemuBackend : public BootBackend {
           {"version", r.kernel.version},
           {"release", r.kernel.release},
           {"hash", r.kernel.hash.empty() ? json(nullptr) : json(r.kernel.hash)},
-          {"build_id", r.kernel.build_id.empty() ? json(nullptr) : json(r.kernel.build_id)}}},
+          {"build_id", r.kernel.build_id.empty() ? json(nullptr) : json(r.kernel.build_id)},
+          {"identity", identity_json(r.kernel)}}},
         {"guest",
          {{"accel", r.accel},
           {"tcg_thread", r.accel == "tcg" ? json(r.tcg_thread) : json(nullptr)},

@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -113,7 +114,8 @@ const std::map<std::string, std::set<std::string>> kKnownKeys = {
     {"kernel", {"label", "description"}},
     {"source",
      {"type", "package", "version", "release", "track", "base_config", "base_config_file", "config_fragment",
-      "patches", "modules"}},
+      "patches", "modules", "repository", "ref", "path", "config", "allow_dirty", "kernel", "system_map",
+      "vmlinux", "deb"}},
     {"boot", {"cmdline", "modules"}},
     {"config", {"require"}},
     {"scheduler", {"features", "tunables"}},
@@ -152,6 +154,93 @@ ConfigRequirement parse_requirement(const Reader& r, const std::string& text, co
   return req;
 }
 
+// Each source type has its own keys; one that belongs to another type is a mistake worth naming (a
+// `ref` in a tree recipe would otherwise be ignored and the working tree built).
+void check_keys_of_type(const Reader& r, const std::string& type) {
+  static const std::map<std::string, std::set<std::string>> kKeysOf = {
+      {"package", {"type", "package", "version", "release", "track"}},
+      {"source",
+       {"type", "package", "version", "base_config", "base_config_file", "config_fragment", "patches",
+        "modules"}},
+      {"git",
+       {"type", "repository", "ref", "config", "base_config", "base_config_file", "config_fragment",
+        "modules"}},
+      {"tree",
+       {"type", "path", "allow_dirty", "config", "base_config", "base_config_file", "config_fragment",
+        "modules"}},
+      {"image", {"type", "kernel", "system_map", "vmlinux", "config", "modules", "deb"}},
+  };
+  const auto it = kKeysOf.find(type);
+  if (it == kKeysOf.end()) return;  // the unknown type is reported with the types it could be
+  for (const auto& [k, node] : *r.table("source")) {
+    const std::string key(k.str());
+    if (it->second.count(key)) continue;
+    std::string list;
+    for (const auto& known : it->second) list += (list.empty() ? "" : ", ") + known;
+    std::string hint;
+    if (key == "patches") hint = " (commit the change in the repository, or use a source recipe)";
+    if (key == "ref") hint = " (a tree recipe builds the directory as it is; a git recipe builds a ref)";
+    if (key == "allow_dirty") hint = " (a git recipe builds a commit, never the working tree)";
+    r.fail(node, "[source] " + key, "not a key of a " + type + " recipe (its keys: " + list + ")" + hint);
+  }
+}
+
+// The config of a compiled kind: base_config (a recipe), base_config_file, or for git and tree
+// `config` ("defconfig", or "tree": its own .config), exactly one; then the fragment and modules.
+void read_build_config(const Reader& r, Recipe& out, const fs::path& dir, bool config_target_allowed) {
+  const auto* t = r.table("source");
+  if (auto v = r.string("source", "config")) {
+    if (!config_target_allowed)
+      r.fail(*t->get("config"), "[source] config",
+             "a source recipe starts from base_config or base_config_file");
+    const bool tree = out.kind == SourceKind::kTree;
+    if (*v != "defconfig" && !(tree && *v == "tree"))
+      r.fail(*t->get("config"), "[source] config",
+             "'" + *v + "': expected \"defconfig\"" + (tree ? " or \"tree\" (the tree's own .config)" : "") +
+                 ", or name base_config / base_config_file instead");
+    out.user.config = *v;
+    out.source.base_config.clear();
+    out.source.base_config_file.clear();
+  }
+  if (auto v = r.string("source", "base_config")) {
+    out.source.base_config = *v;
+    out.source.base_config_file.clear();
+    out.user.config.clear();
+  }
+  if (auto f = r.string("source", "base_config_file")) {
+    out.source.base_config_file = dir / *f;
+    out.source.base_config.clear();
+    out.user.config.clear();
+    if (r.string("source", "base_config"))
+      r.fail(*r.table("source")->get("base_config_file"), "[source] base_config_file",
+             "name either base_config (a recipe) or base_config_file, not both");
+    if (!fs::exists(out.source.base_config_file))
+      r.fail(*r.table("source")->get("base_config_file"), "[source] base_config_file",
+             out.source.base_config_file.string() + ": no such file");
+  }
+  if (out.user.config.empty() && out.source.base_config.empty() && out.source.base_config_file.empty())
+    (void)r.required_string("source", "base_config");  // the error naming the key
+  int named = 0;
+  for (const char* key : {"config", "base_config", "base_config_file"}) named += t->get(key) ? 1 : 0;
+  if (named > 1)
+    throw InputError(where(r.file(), *t) +
+                     ": [source]: name one of config, base_config and base_config_file");
+  if (auto f = r.string("source", "config_fragment")) {
+    out.source.config_fragment = f->empty() ? fs::path() : dir / *f;  // "" drops an inherited one
+    if (!f->empty() && !fs::exists(out.source.config_fragment))
+      r.fail(*r.table("source")->get("config_fragment"), "[source] config_fragment",
+             out.source.config_fragment.string() + ": no such file");
+  }
+  if (auto m = r.boolean("source", "modules")) out.source.loadable_modules = *m;
+}
+
+// A path in a recipe: absolute as written, else relative to the recipe's directory; `~/` is $HOME.
+fs::path absolute_beside(const fs::path& dir, const std::string& text) {
+  if (text.rfind("~/", 0) == 0)
+    if (const char* home = std::getenv("HOME")) return fs::path(home) / text.substr(2);
+  return fs::absolute(dir / text).lexically_normal();
+}
+
 // Applies the tables of one file on top of `out` (a derived recipe starts from its base).
 void apply(const Reader& r, Recipe& out) {
   r.check_keys(kKnownKeys);
@@ -164,8 +253,8 @@ void apply(const Reader& r, Recipe& out) {
     // the base's, so a variant of a source recipe that names only `patches` stays a source build.
     const SourceKind inherited = out.kind;
     const bool has_base = !out.name.empty();
-    auto type = r.string("source", "type")
-                    .value_or(has_base && inherited == SourceKind::kSource ? "source" : "package");
+    auto type = r.string("source", "type").value_or(has_base ? kind_name(inherited) : "package");
+    check_keys_of_type(r, type);
     auto keep_or = [&](const std::string& key, std::string& field) {
       if (auto v = r.string("source", key)) field = *v;
       if (field.empty()) (void)r.required_string("source", key);  // the error naming the key
@@ -182,29 +271,7 @@ void apply(const Reader& r, Recipe& out) {
       out.kind = SourceKind::kSource;
       keep_or("package", out.source.package);
       keep_or("version", out.source.version);
-      if (auto v = r.string("source", "base_config")) {
-        out.source.base_config = *v;
-        out.source.base_config_file.clear();
-      }
-      if (auto f = r.string("source", "base_config_file")) {
-        out.source.base_config_file = dir / *f;
-        out.source.base_config.clear();
-        if (r.string("source", "base_config"))
-          r.fail(*r.table("source")->get("base_config_file"), "[source] base_config_file",
-                 "name either base_config (a recipe) or base_config_file, not both");
-        if (!fs::exists(out.source.base_config_file))
-          r.fail(*r.table("source")->get("base_config_file"), "[source] base_config_file",
-                 out.source.base_config_file.string() + ": no such file");
-      }
-      if (out.source.base_config.empty() && out.source.base_config_file.empty())
-        (void)r.required_string("source", "base_config");  // the error naming the key
-      if (auto f = r.string("source", "config_fragment")) {
-        out.source.config_fragment = f->empty() ? fs::path() : dir / *f;  // "" drops an inherited one
-        if (!f->empty() && !fs::exists(out.source.config_fragment))
-          r.fail(*r.table("source")->get("config_fragment"), "[source] config_fragment",
-                 out.source.config_fragment.string() + ": no such file");
-      }
-      if (auto m = r.boolean("source", "modules")) out.source.loadable_modules = *m;
+      read_build_config(r, out, dir, /*config_target_allowed=*/false);
       if (auto list = r.strings("source", "patches")) {
         out.source.patches.clear();
         for (const auto& p : *list) out.source.patches.push_back(dir / p);
@@ -212,9 +279,60 @@ void apply(const Reader& r, Recipe& out) {
           if (!fs::exists(p))
             r.fail(*r.table("source")->get("patches"), "[source] patches", p.string() + ": no such file");
       }
+    } else if (type == "git" || type == "tree") {
+      const SourceKind kind = type == "git" ? SourceKind::kGit : SourceKind::kTree;
+      if (inherited != kind || !has_base) {
+        out.source = {};
+        out.user = {};
+      }
+      out.kind = kind;
+      const std::string path_key = kind == SourceKind::kGit ? "repository" : "path";
+      if (auto v = r.string("source", path_key)) out.user.path = absolute_beside(dir, *v);
+      if (out.user.path.empty()) (void)r.required_string("source", path_key);
+      if (!fs::is_directory(out.user.path))
+        r.fail(*r.table("source")->get(path_key), "[source] " + path_key,
+               out.user.path.string() + ": no such directory");
+      if (kind == SourceKind::kGit) {
+        if (auto v = r.string("source", "ref")) out.user.ref = *v;
+        if (out.user.ref.empty()) (void)r.required_string("source", "ref");
+      } else {
+        if (auto v = r.boolean("source", "allow_dirty")) out.user.allow_dirty = *v;
+      }
+      read_build_config(r, out, dir, /*config_target_allowed=*/true);
+    } else if (type == "image") {
+      if (inherited != SourceKind::kImage || !has_base) out.image = {};
+      out.kind = SourceKind::kImage;
+      auto file_key = [&](const char* key, fs::path& field, bool directory) {
+        auto v = r.string("source", key);
+        if (!v) return;
+        field = absolute_beside(dir, *v);
+        const bool ok = directory ? fs::is_directory(field) : fs::is_regular_file(field);
+        if (!ok)
+          r.fail(*r.table("source")->get(key), std::string("[source] ") + key,
+                 field.string() + (directory ? ": no such directory" : ": no such file"));
+      };
+      file_key("kernel", out.image.kernel, false);
+      file_key("deb", out.image.deb, false);
+      file_key("system_map", out.image.system_map, false);
+      file_key("vmlinux", out.image.vmlinux, false);
+      file_key("config", out.image.config, false);
+      file_key("modules", out.image.modules, true);
+      const auto* t = r.table("source");
+      if (out.image.kernel.empty() == out.image.deb.empty())
+        throw InputError(where(r.file(), *t) +
+                         ": [source]: an image recipe names either kernel (a bzImage) or " +
+                         "deb (a kernel package), exactly one");
+      if (!out.image.deb.empty())
+        for (const char* key : {"system_map", "vmlinux", "config", "modules"})
+          if (const auto* n = t->get(key))
+            r.fail(*n, std::string("[source] ") + key, "a deb brings its own; name it only with kernel");
+      if (!out.image.kernel.empty() && out.image.config.empty())
+        throw InputError(where(r.file(), *t) +
+                         ": [source]: missing key 'config' (the image's .config: the suite checks [config] "
+                         "require on it and the collector reads it)");
     } else {
       r.fail(*r.table("source")->get("type"), "[source] type",
-             "'" + type + "': expected \"package\" or \"source\"");
+             "'" + type + "': expected \"package\", \"source\", \"git\", \"tree\" or \"image\"");
     }
   }
   if (auto v = r.string("boot", "cmdline")) out.cmdline = *v;
@@ -267,6 +385,22 @@ Recipe load(const fs::path& file, std::vector<fs::path>& seen) {
 }
 
 }  // namespace
+
+const char* kind_name(SourceKind k) {
+  switch (k) {
+    case SourceKind::kPackage:
+      return "package";
+    case SourceKind::kSource:
+      return "source";
+    case SourceKind::kGit:
+      return "git";
+    case SourceKind::kTree:
+      return "tree";
+    case SourceKind::kImage:
+      return "image";
+  }
+  return "package";
+}
 
 std::string Recipe::cache_key() const {
   if (kind == SourceKind::kPackage) return package.package + "_" + package.version;

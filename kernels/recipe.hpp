@@ -12,7 +12,15 @@
 
 namespace schedlab::kernels {
 
-enum class SourceKind { kPackage, kSource };
+// package: a Debian linux-image package; source: Debian's linux-source plus patches; git: a local
+// repository at a ref; tree: a local source directory as it is; image: a kernel built elsewhere.
+enum class SourceKind { kPackage, kSource, kGit, kTree, kImage };
+
+// The kinds `schedlab kernel build` compiles (the rest are fetched or installed as they are).
+inline bool compiled_kind(SourceKind k) {
+  return k == SourceKind::kSource || k == SourceKind::kGit || k == SourceKind::kTree;
+}
+const char* kind_name(SourceKind k);
 
 struct PackageSource {
   std::string package;  // linux-image-6.1.0-50-amd64
@@ -36,6 +44,24 @@ struct SourceBuild {
   bool loadable_modules = true;
 };
 
+// A kernel the user brings as source (git, tree). The build's config, fragment and modules come from
+// the recipe's SourceBuild (package and version stay empty); `config` names where the config starts
+// when it is neither a base recipe's nor a file: "defconfig" (make defconfig) or, for a tree, "tree"
+// (the .config already in it).
+struct UserSource {
+  std::filesystem::path path;  // git: the repository; tree: the source directory (absolute)
+  std::string ref;             // git: a commit, branch, tag or HEAD~1, resolved when built
+  std::string config;          // "defconfig", "tree" or empty (then base_config / base_config_file)
+  bool allow_dirty = false;    // tree: build a repository with uncommitted changes
+};
+
+// A kernel built elsewhere: a bzImage/vmlinuz with what the suite uses beside it, or a kernel .deb
+// (`make bindeb-pkg`) holding all of them. Paths absolute; empty when not given.
+struct ImageSource {
+  std::filesystem::path kernel, system_map, vmlinux, config, modules;  // modules: lib/modules/RELEASE
+  std::filesystem::path deb;
+};
+
 // A config requirement: CONFIG_<option> must have one of `allowed` ("y", "m", or a literal value;
 // "n": off, which a config writes as "# CONFIG_X is not set", as "CONFIG_X=n" or by leaving it out).
 struct ConfigRequirement {
@@ -51,7 +77,9 @@ struct Recipe {
   std::string description;
   SourceKind kind = SourceKind::kPackage;
   PackageSource package;  // kind == kPackage
-  SourceBuild source;     // kind == kSource
+  SourceBuild source;     // kind == kSource, and the config of kGit and kTree
+  UserSource user;        // kind == kGit or kTree
+  ImageSource image;      // kind == kImage
   std::string cmdline;    // boot command line (the backend adds console/root/init arguments)
   std::vector<ConfigRequirement> require;
   std::vector<std::string> sched_features;            // written to /sys/kernel/debug/sched/features

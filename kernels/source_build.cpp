@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,8 +15,11 @@
 #include "core/file_lock.hpp"
 #include "core/hash.hpp"
 #include "core/host_paths.hpp"
+#include "kernels/build_steps.hpp"
 #include "kernels/config_check.hpp"
+#include "kernels/image_kernel.hpp"
 #include "kernels/process.hpp"
+#include "kernels/user_build.hpp"
 
 namespace schedlab::kernels {
 namespace {
@@ -26,34 +30,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kReadyFile = "built.json";
 constexpr const char* kPreparedFile = "prepared";  // the recipe hash, once the tree is patched and configured
 constexpr const char* kBuildLog = "build.log";  // every tool's output, kept beside the build (and on failure)
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    auto nl = text.find('\n', at);
-    out.push_back(text.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
-    if (nl == std::string::npos) break;
-    at = nl + 1;
-  }
-  return out;
-}
-
-std::string text_of(const fs::path& p) {
-  auto t = read_text(p);
-  if (!t) throw InputError(p.string() + ": cannot read it");
-  return *t;
-}
-
-// "gcc (Debian 12.2.0-14) 12.2.0": the first line of `gcc --version`, the compiler the kernel's
-// Makefile uses by default (CC = $(CROSS_COMPILE)gcc).
-std::string compiler_identity() {
-  ProcessOptions o;
-  o.merge_stderr = true;
-  const auto res = run_process({"gcc", "--version"}, o);
-  if (res.exit_code != 0) return "no gcc (exit " + std::to_string(res.exit_code) + ")";
-  return trim(res.output.substr(0, res.output.find('\n')));
-}
 
 void require_source_recipe(const Recipe& r) {
   if (r.kind != SourceKind::kSource)
@@ -85,71 +61,6 @@ std::string recipe_hash(const Recipe& r, const std::string& base_config) {
   if (!r.source.loadable_modules) material += "\nmodules = false";
   return canonical_hash(material);
 }
-
-// "CONFIG_X=y" lines of a fragment as requirements olddefconfig must keep; "CONFIG_X=n" and
-// "# CONFIG_X is not set" as options it must leave off.
-std::vector<ConfigRequirement> fragment_requirements(const fs::path& fragment) {
-  std::vector<ConfigRequirement> out;
-  if (fragment.empty()) return out;
-  for (const auto& line : split_lines(text_of(fragment))) {
-    constexpr std::string_view kNotSetPrefix = "# CONFIG_", kNotSetSuffix = " is not set";
-    if (line.starts_with(kNotSetPrefix) && line.ends_with(kNotSetSuffix)) {
-      out.push_back(
-          {line.substr(kNotSetPrefix.size(), line.size() - kNotSetPrefix.size() - kNotSetSuffix.size()),
-           {"n"}});
-      continue;
-    }
-    auto eq = line.find('=');
-    if (line.rfind("CONFIG_", 0) != 0 || eq == std::string::npos) continue;
-    std::string value = line.substr(eq + 1);
-    if (value.size() >= 2 && value.front() == '"') value = value.substr(1, value.size() - 2);
-    if (value.empty()) continue;  // an emptied string option reads back as absent
-    out.push_back({line.substr(7, eq - 7), {value}});
-  }
-  return out;
-}
-
-fs::path only_subdirectory(const fs::path& parent) {
-  for (const auto& e : fs::directory_iterator(parent))
-    if (e.is_directory()) return e.path();
-  throw Error(parent.string() + ": no source tree in it");
-}
-
-// The whole output of every tool the build runs, appended to CACHE/builds/<name>-<hash>/build.log as
-// it comes, so that a failed (or interrupted) 40-minute make leaves its cause on disk.
-class BuildLog {
- public:
-  explicit BuildLog(fs::path path) : path_(std::move(path)), out_(path_, std::ios::app) {
-    if (!out_) throw Error(path_.string() + ": cannot write the build log");
-  }
-  const fs::path& path() const { return path_; }
-
-  // Runs argv in `cwd` with its output (standard error merged) going to the log; a non-zero exit is
-  // an Error quoting the first error line and naming the log.
-  ProcessResult run(const std::vector<std::string>& argv, const fs::path& cwd, bool check = true) {
-    out_ << "$ " << command_line(argv) << "\n" << std::flush;
-    ProcessOptions o;
-    o.cwd = cwd;
-    o.merge_stderr = true;
-    o.on_line = [this](const std::string& line, double) {
-      out_ << line << "\n";
-      return true;
-    };
-    auto res = run_process(argv, o);
-    out_ << "[exit " << res.exit_code << "]\n" << std::flush;
-    if (check && res.exit_code != 0) {
-      const auto first = first_error_line(res.output);
-      throw Error(command_line(argv) + " failed (exit " + std::to_string(res.exit_code) + ") in " +
-                  cwd.string() + (first ? "\n  first error: " + *first : std::string()) + "\n" +
-                  last_lines(res.output, 8) + "\n  full log: " + path_.string());
-    }
-    return res;
-  }
-
- private:
-  fs::path path_;
-  std::ofstream out_;
-};
 
 struct AppliedPatch {
   std::string file;
@@ -184,22 +95,6 @@ std::vector<AppliedPatch> apply_patches(const Recipe& r, const fs::path& tree, B
   return applied;
 }
 
-// The configuration step, the same for a tree unpacked fresh and one copied from a pristine twin:
-// the base config plus the fragment, olddefconfig, and mod2noconfig for modules = false. A twin's
-// .config must not be the start: an option a patch adds would then take its default (say =m) where
-// the fresh path would have turned it off, and one hash would name two configs.
-void configure(const Recipe& r, const KernelArtifacts& base, const fs::path& tree, BuildLog& build_log,
-               std::ostream& log) {
-  std::string config = text_of(base.config);
-  if (!r.source.config_fragment.empty()) config += "\n" + text_of(r.source.config_fragment);
-  write_file_atomic(tree / ".config", config, /*replace=*/true);
-  build_log.run({"make", "olddefconfig"}, tree);
-  if (!r.source.loadable_modules) {
-    build_log.run({"make", "mod2noconfig"}, tree);
-    log << r.name << ": modules = false: every =m option that can be is now off (make mod2noconfig)\n";
-  }
-}
-
 // The compiled tree of a finished build with this recipe's source, config and fragment but no
 // patches (any recipe name), if one is in the cache.
 std::optional<fs::path> pristine_twin(const Recipe& r, const KernelArtifacts& base, const fs::path& cache) {
@@ -219,6 +114,9 @@ std::optional<fs::path> pristine_twin(const Recipe& r, const KernelArtifacts& ba
 
 std::optional<KernelArtifacts> cached_build(const Recipe& r, const fs::path& recipes_dir,
                                             const fs::path& cache) {
+  if (r.kind == SourceKind::kGit || r.kind == SourceKind::kTree)
+    return cached_user_build(r, recipes_dir, cache);
+  if (r.kind == SourceKind::kImage) return cached_image(r, cache);
   require_source_recipe(r);
   auto base_k = cached_base_kernel(r, recipes_dir, cache);
   if (!base_k) return std::nullopt;
@@ -226,23 +124,15 @@ std::optional<KernelArtifacts> cached_build(const Recipe& r, const fs::path& rec
   auto ready = read_text(dir / kReadyFile);
   if (!ready) return std::nullopt;
   auto j = nlohmann::json::parse(*ready);
-  const std::string release = j.at("release");
-  const fs::path root = dir / "root";
-  return KernelArtifacts{
-      r.source.package,
-      r.source.version,
-      release,
-      root,
-      root / "boot" / ("vmlinuz-" + release),
-      root / "boot" / ("System.map-" + release),
-      root / "boot" / ("config-" + release),
-      root / "lib/modules" / release,
-      j.value("hash", std::string()),
-      j.contains("build_id") && j["build_id"].is_string() ? j["build_id"].get<std::string>() : std::string()};
+  KernelArtifacts k = artifacts_under(dir / "root", r.source.package, r.source.version, j.at("release"));
+  k.hash = j.value("hash", std::string());
+  if (j.contains("build_id") && j["build_id"].is_string()) k.build_id = j["build_id"];
+  return k;
 }
 
 std::optional<std::string> first_error_line(const std::string& output) {
-  for (const auto& line : split_lines(output))
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
     if (line.find("error:") != std::string::npos || line.find("Error ") != std::string::npos ||
         line.find("***") != std::string::npos)
       return line;
@@ -307,6 +197,9 @@ std::optional<std::string> elf_build_id(const fs::path& elf) {
 
 KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const fs::path& cache,
                              const SourceBuildOptions& options, std::ostream& log) {
+  if (r.kind == SourceKind::kGit || r.kind == SourceKind::kTree)
+    return build_user_kernel(r, recipes_dir, cache, options, log);
+  if (r.kind == SourceKind::kImage) return install_image(r, cache, log);
   require_source_recipe(r);
   // Also for prepare_only: preparing would unpack over (and so delete) the finished build.
   if (auto done = cached_build(r, recipes_dir, cache)) {
@@ -384,7 +277,7 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
               " (incremental: what the patches touch, and the link)";
     tree = only_subdirectory(tree_parent);
     applied = apply_patches(r, tree, build_log(), log);
-    configure(r, base, tree, build_log(), log);
+    configure(r, text_of(base.config), MakeTree{tree, {}}, build_log(), log);
   } else {
     started = "fresh: unpacked, configured and compiled in full";
     fs::remove_all(dir);
@@ -393,24 +286,9 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
     run_checked({"tar", "-xJf", tarball.string(), "-C", tree_parent.string()});
     tree = only_subdirectory(tree_parent);
     applied = apply_patches(r, tree, build_log(), log);
-    configure(r, base, tree, build_log(), log);
+    configure(r, text_of(base.config), MakeTree{tree, {}}, build_log(), log);
   }
-  const std::string config_text = text_of(tree / ".config");
-  auto report = check_config(fragment_requirements(r.source.config_fragment), config_text);
-  if (!report.ok()) {
-    std::string list;
-    for (const auto& m : report.missing()) list += "\n  " + m;
-    throw Error(r.source.config_fragment.string() + ": make olddefconfig did not keep:" + list);
-  }
-  // The recipe's [config] require, on the resolved .config before compiling: a missing option found
-  // after a 40-minute build is 40 minutes lost.
-  if (auto required = check_config(r.require, config_text); !required.ok()) {
-    std::string list;
-    for (const auto& m : required.missing()) list += "\n  " + m;
-    throw Error(r.file.string() + ": [config] require: the configured " + (tree / ".config").string() +
-                " (base config, fragment, olddefconfig" +
-                (r.source.loadable_modules ? "" : ", mod2noconfig") + ") does not have:" + list);
-  }
+  check_configured(r, MakeTree{tree, {}}, log);
   // What the patches said, kept for built.json (a resumed build applied them in an earlier run).
   if (!applied.empty())
     write_file_atomic(dir / "patches.json", nlohmann::json(applied_json(applied)).dump(2) + "\n", true);
@@ -420,27 +298,11 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
     return {r.source.package, r.source.version, "", {}, {}, {}, tree / ".config", {}, hash, {}};
   }
 
-  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  const std::string jobs = std::to_string(options.jobs > 0 ? options.jobs : std::max(1L, cpus));
-  log << r.name << ": make -j" << jobs << " bzImage modules in " << tree.string() << "\n" << std::flush;
-  log << r.name << ": its output goes to " << build_log().path().string() << "\n" << std::flush;
-  build_log().run({"make", "-j" + jobs, "bzImage", "modules"}, tree);
-  ProcessOptions in_tree;
-  in_tree.cwd = tree;
-  in_tree.merge_stderr = false;  // the release alone, not make's warnings
-  const std::string release = trim(run_checked({"make", "-s", "kernelrelease"}, in_tree));
   const fs::path root = dir / "root";
-  fs::create_directories(root / "boot");
-  build_log().run(
-      {"make", "-j" + jobs, "modules_install", "INSTALL_MOD_PATH=" + root.string(), "INSTALL_MOD_STRIP=1"},
-      tree);
-  const auto build_id = elf_build_id(tree / "vmlinux");
-  // overwrite: a resumed build may have got this far before
-  constexpr auto kOverwrite = fs::copy_options::overwrite_existing;
-  fs::copy_file(tree / "arch/x86/boot/bzImage", root / "boot" / ("vmlinuz-" + release), kOverwrite);
-  fs::copy_file(tree / "System.map", root / "boot" / ("System.map-" + release), kOverwrite);
-  fs::copy_file(tree / ".config", root / "boot" / ("config-" + release), kOverwrite);
-  build_log().run({"depmod", "-b", root.string(), release}, root);
+  const auto compiled = compile_and_install(r, MakeTree{tree, {}}, root, options.jobs, build_log(), log);
+  const auto& release = compiled.release;
+  const auto& build_id = compiled.build_id;
+  const auto& jobs = compiled.jobs;
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   nlohmann::json patches = nlohmann::json::array();
   if (auto kept = read_text(dir / "patches.json")) patches = nlohmann::json::parse(*kept);

@@ -16,9 +16,11 @@ namespace schedlab::kernels {
 struct SourceBuildOptions {
   bool prepare_only = false;  // stop after the patches and olddefconfig (checks they apply)
   int jobs = 0;               // make -j; 0: every online CPU
+  bool allow_dirty = false;   // a tree recipe: build a repository with uncommitted changes
 };
 
-// The built kernel if this exact recipe (by content hash) was built before.
+// The built kernel if this exact recipe (by content hash) was built before. Every kind but package:
+// git and tree recipes are built by user_build.hpp, image recipes installed by image_kernel.hpp.
 std::optional<KernelArtifacts> cached_build(const Recipe& recipe, const std::filesystem::path& recipes_dir,
                                             const std::filesystem::path& cache_dir);
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "boot_util.hpp"
 #include "cli_util.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/recipe.hpp"
@@ -29,30 +30,9 @@ const std::string kRunArgs =
     "run --workload yield,wakeup --repetitions 1 --param yield.yields=200000 --param wakeup.duration_s=1 "
     "--settle-timeout 0 --no-counters";
 
-bool can_boot(std::string& why) {
-  for (const char* tool :
-       {"/usr/bin/qemu-system-x86_64", "/bin/busybox", "/usr/bin/cpio", "/usr/sbin/depmod"})
-    if (!fs::exists(tool)) {
-      why = std::string(tool) + " missing (ci/setup installs it)";
-      return false;
-    }
-  return true;
-}
-
-json load(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
-std::vector<fs::path> files_with(const fs::path& dir, const std::string& prefix, const std::string& ext) {
-  std::vector<fs::path> out;
-  for (const auto& f : testing::files_in(dir)) {
-    auto name = f.filename().string();
-    if (name.rfind(prefix, 0) == 0 && f.extension() == ext) out.push_back(f);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testing::can_boot;
+using testing::files_with;
+const auto load = testing::load_json;
 
 struct Booted {
   testing::Outcome outcome;

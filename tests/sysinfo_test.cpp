@@ -285,6 +285,63 @@ TEST(Sysinfo, PreemptModeFromCmdline) {
   EXPECT_EQ(collect_sysinfo(root.paths()).kernel["preempt"], "dynamic:full");
 }
 
+// ---- the identity of a kernel the user brought (kernels/: git, tree, image), from its boot words
+
+// vm-6.18's cmdline with `words` where a `schedlab kernel boot` guest has them, before " -- ".
+json booted_by_with(const std::string& words) {
+  DerivedRoot root;
+  std::string cmdline = trim(root.read("proc/cmdline"));
+  cmdline.insert(cmdline.find(" -- "), " " + words);
+  root.write("proc/cmdline", cmdline + "\n");
+  return collect_sysinfo(root.paths()).kernel["booted_by"];
+}
+
+const std::string kCommit = "3f9c1e0b7a2d4c6e8f0123456789abcdef012345";
+
+TEST(SysinfoBootedBy, APackageRecipeKeepsItsThreeKeys) {
+  const auto b = booted_by_with("schedlab.recipe=debian-6.12 schedlab.label=6.12 schedlab.accel=kvm");
+  EXPECT_EQ(b, json({{"recipe", "debian-6.12"}, {"label", "6.12"}, {"accel", "kvm"}}));
+}
+
+TEST(SysinfoBootedBy, AGitKernelRecordsItsCommitAndRepository) {
+  const auto b = booted_by_with(
+      "schedlab.recipe=mine schedlab.label=tip schedlab.accel=kvm schedlab.source=git "
+      "schedlab.commit=" +
+      kCommit + " schedlab.repo=/home/dev/my%20linux");
+  EXPECT_EQ(b["source"], "git");
+  EXPECT_EQ(b["commit"], kCommit);
+  EXPECT_EQ(b["repository"], "/home/dev/my linux");  // decoded: the kernel split its cmdline at spaces
+  for (const char* absent : {"describe", "dirty", "image_sha256"}) EXPECT_FALSE(b.contains(absent)) << b;
+}
+
+TEST(SysinfoBootedBy, ATreeRecordsItsDescribeAndWhetherItWasDirty) {
+  const auto b = booted_by_with("schedlab.recipe=mine schedlab.source=tree schedlab.commit=" + kCommit +
+                                " schedlab.repo=/srv/linux schedlab.describe=v6.12-rc1-3-g3f9c1e0b7a2d-dirty "
+                                "schedlab.dirty=1");
+  EXPECT_EQ(b["source"], "tree");
+  EXPECT_EQ(b["describe"], "v6.12-rc1-3-g3f9c1e0b7a2d-dirty");
+  EXPECT_EQ(b["dirty"], true);
+  EXPECT_EQ(booted_by_with("schedlab.recipe=mine schedlab.source=tree schedlab.dirty=0")["dirty"], false);
+}
+
+TEST(SysinfoBootedBy, AnImageRecordsItsHash) {
+  const std::string sha = "9b2e" + std::string(60, 'a');
+  const auto b = booted_by_with("schedlab.recipe=mine schedlab.source=image schedlab.image=" + sha);
+  EXPECT_EQ(b["source"], "image");
+  EXPECT_EQ(b["image_sha256"], sha);
+  EXPECT_FALSE(b.contains("commit")) << b;
+}
+
+TEST(SysinfoBootedBy, AWordThatDoesNotDecodeOrIsNotOfItsFormIsLeftOut) {
+  // A truncated escape, a commit that is not an object id (diff hands it to git), a dirty that is not 0/1.
+  const auto b = booted_by_with(
+      "schedlab.recipe=mine schedlab.source=git schedlab.repo=/srv/a%2 schedlab.commit=--output=/tmp/x "
+      "schedlab.dirty=yes schedlab.image=abc");
+  EXPECT_EQ(b["source"], "git");
+  for (const char* absent : {"repository", "commit", "dirty", "image_sha256"})
+    EXPECT_FALSE(b.contains(absent)) << b;
+}
+
 // ---- setup facts of issue #31: root filesystem, taint, clocksource (tests/fixtures/vm-6.18-provenance)
 
 const fs::path kProvenance = fs::path(SCHEDLAB_FIXTURES_DIR) / "vm-6.18-provenance";

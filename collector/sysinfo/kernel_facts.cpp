@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "collector/sysinfo/sysinfo.hpp"
+#include "core/cmdline_word.hpp"
 #include "core/hash.hpp"
 
 namespace schedlab::sysinfo_detail {
@@ -207,15 +208,54 @@ json build_id(const HostPaths& paths) {
   return nullptr;
 }
 
+bool is_hex(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+bool any_text(const std::string&) {
+  return true;
+}
+// SHA-1 or SHA-256 repositories; checked because `schedlab diff` hands the id to git as a revision.
+bool is_object_id(const std::string& s) {
+  return (s.size() == 40 || s.size() == 64) && is_hex(s);
+}
+bool is_sha256(const std::string& s) {
+  return s.size() == 64 && is_hex(s);
+}
+
+// The words the host adds when it boots a kernel the user brought (kernels/: a git ref, a source tree
+// as it is, a prebuilt image), each %XX-encoded (core/cmdline_word.hpp). A word that does not decode,
+// or whose value is not of its form, is left out: a hand-edited cmdline must not give a wrong identity.
+struct UserKernelWord {
+  const char* key;    // in kernel.booted_by
+  const char* param;  // on the command line
+  bool (*valid)(const std::string&);
+};
+constexpr UserKernelWord kUserKernelWords[] = {{"source", "schedlab.source", any_text},
+                                               {"commit", "schedlab.commit", is_object_id},
+                                               {"repository", "schedlab.repo", any_text},
+                                               {"describe", "schedlab.describe", any_text},
+                                               {"image_sha256", "schedlab.image", is_sha256}};
+
+std::optional<std::string> decoded_param(const std::string& cmdline, std::string_view name) {
+  auto word = cmdline_param(cmdline, name);
+  return word ? decode_cmdline_word(*word) : std::nullopt;
+}
+
 // What booted this kernel when `schedlab kernel boot` did: its recipe and label, and the qemu
-// accelerator (tcg: an emulated CPU, so timings are functional checks, not performance data).
+// accelerator (tcg: an emulated CPU, so timings are functional checks, not performance data); for a
+// kernel the user brought, where it came from (a commit of a repository, a tree, an image's hash).
 json boot_identity(const std::optional<std::string>& cmdline) {
   if (!cmdline) return nullptr;
   auto recipe = cmdline_param(*cmdline, "schedlab.recipe");
   if (!recipe) return nullptr;
-  return {{"recipe", *recipe},
-          {"label", or_null(cmdline_param(*cmdline, "schedlab.label"))},
-          {"accel", or_null(cmdline_param(*cmdline, "schedlab.accel"))}};
+  json out = {{"recipe", *recipe},
+              {"label", or_null(cmdline_param(*cmdline, "schedlab.label"))},
+              {"accel", or_null(cmdline_param(*cmdline, "schedlab.accel"))}};
+  for (const auto& w : kUserKernelWords)
+    if (auto value = decoded_param(*cmdline, w.param); value && w.valid(*value)) out[w.key] = *value;
+  if (auto dirty = decoded_param(*cmdline, "schedlab.dirty"); dirty == "0" || dirty == "1")
+    out["dirty"] = *dirty == "1";
+  return out;
 }
 
 }  // namespace

@@ -436,6 +436,21 @@
                  "instance's tables and charts below."));
   }
 
+  // The commits between git-built kernels, as `schedlab diff` prints them below its verdicts: the
+  // changes in the code beside the changes in the numbers.
+  function kernelCommits(data) {
+    const all = data.diff ? data.diff.kernel_commits || [] : [];
+    if (all.length === 0) return null;
+    const section = el("section", { id: "kernel-commits" }, el("h2", {}, "Kernel commits"));
+    for (const k of all) {
+      section.append(el("p", { class: "commits-title" }, k.text.title), el("p", { class: "note" }, k.text.summary));
+      const lines = k.log.map((c) => c.commit + " " + c.subject);
+      if (k.text.more) lines.push(k.text.more);
+      if (lines.length > 0) section.append(el("pre", { class: "commits" }, lines.join("\n")));
+    }
+    return section;
+  }
+
   function instanceSection(instance, data) {
     const diffInstance = data.diff ? data.diff.instances.find((d) => d.workload + "/" + d.params_hash === instance.key) : null;
     const section = el("section", { class: "instance", "data-key": instance.key, id: anchorOf(instance.key) },
@@ -498,6 +513,8 @@
       main.append(el("p", { class: "note" }, "One side: values and summaries only, no verdicts."));
     }
     if (data.diff) main.append(verdictSummary(data));
+    const commits = kernelCommits(data);
+    if (commits) main.append(commits);
     main.append(identities(data));
     const w = warnings(data);
     if (w) main.append(w);
