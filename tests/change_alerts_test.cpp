@@ -84,10 +84,7 @@ TEST(ChangeAlertsPromtool, PromtoolAcceptsTheChangePointExposition) {
   const auto r = testing::http_get(e.port(), "/metrics");
   ASSERT_EQ(r.status, 200);
   ASSERT_NE(r.body.find("schedlab_change_point_timestamp_seconds{"), std::string::npos) << r.body;
-  testing::TempDir dir;
-  testing::spit(dir.path() / "metrics.txt", r.body);
-  const auto out = testing::sh(testing::kPromtoolBinary.string() + " check metrics < " +
-                               (dir.path() / "metrics.txt").string());
+  const auto out = testing::promtool_lint(r.body);
   EXPECT_EQ(out.code, 0) << out.out;
   EXPECT_EQ(out.out, "") << "promtool's lint findings:\n" << out.out;
 }

@@ -16,6 +16,7 @@
 
 #include "changes/confirmation.hpp"
 #include "cli_util.hpp"
+#include "pinned_hogs.hpp"
 #include "test_util.hpp"
 
 namespace schedlab {
@@ -42,41 +43,8 @@ constexpr bool kInstrumented = true;
 constexpr bool kInstrumented = false;
 #endif
 
-// One busy loop pinned to each CPU this test may use, for as long as it lives: the planted level shift
-// of the machine (another tenant arriving). SCHED_IDLE: beside a hog of its own weight every yield would
-// hand the CPU over for a whole slice (1.4 ms a yield here); an idle-policy one slows the loop ~9x.
-class Hogs {
- public:
-  Hogs() {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    ::sched_getaffinity(0, sizeof allowed, &allowed);
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (!CPU_ISSET(cpu, &allowed)) continue;
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        ::sched_setaffinity(0, sizeof one, &one);
-        const sched_param idle{};
-        ::sched_setscheduler(0, SCHED_IDLE, &idle);
-        volatile unsigned long x = 0;
-        for (;;) x = x + 1;
-      }
-      pids_.push_back(pid);
-    }
-  }
-  ~Hogs() {
-    for (pid_t pid : pids_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-
- private:
-  std::vector<pid_t> pids_;
-};
+// The planted level shift of the machine (another tenant arriving): an idle-policy hog on every CPU.
+using Hogs = testing::PinnedHogs;
 
 class ChangeConfirmationCli : public ::testing::Test {
  protected:
@@ -86,7 +54,7 @@ class ChangeConfirmationCli : public ::testing::Test {
     for (int i = 0; i < 16; ++i) {
       const std::string& side = i < 8 ? before : after;
       std::unique_ptr<Hogs> hogs;
-      if (i >= 8 && hogs_after) hogs = std::make_unique<Hogs>();
+      if (i >= 8 && hogs_after) hogs = std::make_unique<Hogs>(/*idle_policy=*/true);
       const auto o = schedlab(
           "run --workload yield --repetitions 3 --settle-timeout 0 --no-counters --param "
           "yield.yields=20000 " +

@@ -79,17 +79,39 @@ TEST(DaemonBoot, ACampaignOfTwoRecipesBootsEachKernelAndIndexesItsBundle) {
   EXPECT_EQ(store->repetition_count(), 4);
 }
 
-// A target campaign (issue #19): the running kernel against a guest under TCG, where a yield costs
-// several times what it costs on the host, so the first look (after the pilot's 4 pairs) answers
-// `worse` and the plan's pairs 5 and 6 are never run. The daemon is stopped after its first step and
-// started again, as a kexec would: the comparison is derived again from the store and comes out the same.
+// The record stopped on an answer its last look gives: the guest slower (the interval above 0) or the
+// two equivalent within the ±90% target (the interval inside it). The guest faster would be news.
+void expect_decided_at_its_last_look(const nlohmann::json& record) {
+  SCOPED_TRACE(record["stop"].dump());
+  ASSERT_FALSE(record["looks"].empty());
+  const auto& look = record["looks"].back();
+  const double lower = look["interval_pct"][0].get<double>(), upper = look["interval_pct"][1].get<double>();
+  if (look["state"] == "increase") {
+    EXPECT_GT(lower, 0);
+    EXPECT_TRUE(record["stop"]["verdict"].get<std::string>().starts_with("worse"));
+    EXPECT_EQ(record["stop"]["reason"], "the sequence excludes 0");
+  } else {
+    EXPECT_EQ(look["state"], "equivalent");
+    EXPECT_GT(lower, -90);
+    EXPECT_LT(upper, 90);
+    EXPECT_EQ(record["stop"]["verdict"], "equivalent (±90%)");
+    EXPECT_EQ(record["stop"]["reason"], "the sequence lies inside ±90%");
+  }
+}
+
+// A target campaign (issue #19): the running kernel against a guest under TCG. The first look (after
+// the pilot's 4 pairs) answers, and the plan's pairs 5 and 6 are never run. Which answer depends on the
+// host: a guest's yield costs several times a host's on most (`worse`), but CI's paravirtual 6.18 host
+// once measured +9.6% [+4.1%, +15.4%] and once +12.4% [-14.3%, +47.5%]; a ±90% target decides on all
+// three. The daemon is stopped after its first step and started again, as a kexec would: the comparison
+// is derived again from the store and comes out the same.
 TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
   if (auto missing = missing_boot_tool()) GTEST_SKIP() << *missing << " missing (ci/setup installs it)";
   testing::TempDir dir;
   const auto config = dir.path() / "campaign.toml";
   std::ofstream(config) << campaign_header("target", "once", dir.path()) << "kernel_cache = \""
                         << SCHEDLAB_KERNEL_CACHE << "\"\n"
-                        << "target_mde = \"50%\"\nmax_trials = 6\npilot = 4\nseed = 3\n"
+                        << "target_mde = \"90%\"\nmax_trials = 6\npilot = 4\nseed = 3\n"
                         << short_yield_campaign(R"(["running", "debian-6.12"])", 2);
   {
     DaemonProcess first(config, dir.path() / "daemon1.log", "between-steps");
@@ -103,7 +125,7 @@ TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
   const auto log = d.log_text();
   EXPECT_NE(log.find("resuming run 1"), std::string::npos) << log;
   EXPECT_NE(log.find("yield: look at 4 pairs: "), std::string::npos) << log;
-  EXPECT_NE(log.find("yield: verdict: worse: "), std::string::npos) << log;
+  EXPECT_NE(log.find("yield: verdict: "), std::string::npos) << log;
   EXPECT_NE(log.find("run 1 finished: 8 step(s), 0 failed, 4 not needed once the comparisons stopped"),
             std::string::npos)
       << log;
@@ -127,18 +149,16 @@ TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
   const auto record = nlohmann::json::parse(read_text(records[0]).value_or("{}"));
   EXPECT_EQ(record["schema"], "schedlab.experiment/1");
   EXPECT_EQ(record["design"]["kind"], "sequential");
-  EXPECT_EQ(record["design"]["target_mde_pct"], 50);
+  EXPECT_EQ(record["design"]["target_mde_pct"], 90);
   EXPECT_EQ(record["sides"]["a"]["configuration"], "running");
   EXPECT_EQ(record["sides"]["b"]["configuration"], "debian-6.12");
   EXPECT_EQ(record["plan"]["sd_source"], "pilot of 4 pairs");
   ASSERT_EQ(record["looks"].size(), 1u);
   EXPECT_EQ(record["looks"][0]["n"], 4);
-  EXPECT_EQ(record["looks"][0]["state"], "increase");
-  EXPECT_GT(record["looks"][0]["interval_pct"][0].get<double>(), 0);
-  // The direction is the answer; whether the interval also clears the ±50% margin depends on how slow
-  // TCG was in that minute (CI once saw the second run's `worse (not beyond ±50%)`).
-  EXPECT_TRUE(record["stop"]["verdict"].get<std::string>().starts_with("worse")) << record["stop"];
-  EXPECT_EQ(record["stop"]["reason"], "the sequence excludes 0");
+  expect_decided_at_its_last_look(record);
+  EXPECT_NE(log.find("yield: verdict: " + record["stop"]["verdict"].get<std::string>() + ": "),
+            std::string::npos)
+      << log;
   ASSERT_EQ(record["pairs"].size(), 4u);
   for (const auto& pair : record["pairs"]) {
     SCOPED_TRACE(pair.dump());
@@ -186,7 +206,7 @@ TEST(DaemonBoot, ATargetCampaignStopsOnceItsComparisonAnswers) {
   // The same 4 pairs, summed in another order by the planner: equal to a few ulps (CI saw 1 ulp apart).
   EXPECT_DOUBLE_EQ(planned["plan"]["sd_log_ratio"].get<double>(),
                    record["observed"]["sd_log_ratio"].get<double>());
-  EXPECT_TRUE(planned["stop"]["verdict"].get<std::string>().starts_with("worse")) << planned["stop"];
+  expect_decided_at_its_last_look(planned);
   EXPECT_NE(again.log_text().find(planned_from), std::string::npos) << again.log_text();
 }
 

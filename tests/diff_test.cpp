@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_util.hpp"
+#include "pinned_hogs.hpp"
 #include "test_util.hpp"
 
 namespace schedlab {
@@ -248,28 +250,10 @@ TEST_F(Diff, CountsTakenBesideAHogAreMarkedContaminatedAndMultiplexedOnesAsEstim
     // A hog pinned to every CPU this test may use, so whichever the loop is pinned to has one: unpinned,
     // the load balancer moves a hog off the loop's CPU (the loop's pair is pinned there and it is the
     // busier one), and half the noisy runs then had no neighbour at all.
-    std::vector<pid_t> hogs;
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (!CPU_ISSET(cpu, &allowed)) continue;
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        ::sched_setaffinity(0, sizeof one, &one);
-        volatile unsigned long x = 0;
-        for (;;) x = x + 1;
-      }
-      hogs.push_back(pid);
-    }
+    std::optional<schedlab::testing::PinnedHogs> hogs(std::in_place);
+    ASSERT_GT(hogs->size(), 0u);
     auto o = schedlab(run + "--out " + noisy);
-    for (pid_t pid : hogs) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
+    hogs.reset();
     ASSERT_EQ(o.code, 0) << o.out;
   }
   auto o = schedlab("diff --json " + clean + " " + noisy);

@@ -51,10 +51,7 @@ TEST(ExporterPeers, PromtoolAcceptsTheExposition) {
   for (const char* c : {"6.1-cfs", "6.12-eevdf", "running:6.18.44"}) e.publish(load_bundle(kBundle), c);
   const auto r = http_get(e.port(), "/metrics");
   ASSERT_EQ(r.status, 200);
-  testing::TempDir dir;
-  testing::spit(dir.path() / "metrics.txt", r.body);
-  const auto out = testing::sh(testing::kPromtoolBinary.string() + " check metrics < " +
-                               (dir.path() / "metrics.txt").string());
+  const auto out = testing::promtool_lint(r.body);
   EXPECT_EQ(out.code, 0) << out.out;
   EXPECT_EQ(out.out, "") << "promtool's lint findings:\n" << out.out;
   std::cout << "exposition: " << r.body.size() << " bytes, " << std::count(r.body.begin(), r.body.end(), '\n')

@@ -214,9 +214,12 @@ TEST(ProfileLive, TheYieldWorkloadsProfileNamesTheYieldPath) {
   EXPECT_EQ(sum, p["samples"].get<double>());
   std::sort(top.rbegin(), top.rend());
   top.resize(std::min<std::size_t>(top.size(), 5));
+  // x64_sys_call: the syscall table's dispatcher since 6.9, where the yield enters. On a paravirtual
+  // guest (CI's 6.18 under PVM) the timer's samples skid onto pvm_irq_enable, which any path re-enabling
+  // interrupts reaches, so it is not counted; CI saw it, [user], __schedule and x64_sys_call on top.
   const std::set<std::string> yield_path = {
-      "do_sched_yield",     "__x64_sys_sched_yield",     "__schedule",          "schedule",
-      "finish_task_switch", "finish_task_switch.isra.0", "_raw_spin_unlock_irq"};
+      "do_sched_yield",     "__x64_sys_sched_yield",     "__schedule",           "schedule",
+      "finish_task_switch", "finish_task_switch.isra.0", "_raw_spin_unlock_irq", "x64_sys_call"};
   std::size_t on_path = 0;
   std::string names;
   for (const auto& [n, symbol] : top) {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "test_util.hpp"
 
 namespace schedlab::testing {
@@ -26,6 +27,13 @@ namespace schedlab::testing {
 inline const std::filesystem::path kPrometheusBinary = "/usr/bin/prometheus";
 inline const std::filesystem::path kPushgatewayBinary = "/usr/bin/prometheus-pushgateway";
 inline const std::filesystem::path kPromtoolBinary = "/usr/bin/promtool";
+
+// `promtool check metrics` on an exposition: its exit code and its lint findings ("" when clean).
+inline Outcome promtool_lint(const std::string& exposition) {
+  TempDir dir;
+  spit(dir.path() / "metrics.txt", exposition);
+  return sh(kPromtoolBinary.string() + " check metrics < " + (dir.path() / "metrics.txt").string());
+}
 
 // A port nobody listens on right now (bound to 0 and released: a small race, retried by nobody).
 inline int free_port() {

@@ -272,6 +272,18 @@ async function documented(family, catalogue) {
   return workloadNames.some((w) => family.startsWith(`schedlab_${w}_`));
 }
 
+// A query's families must be documented and the server must run it; the result, or null once failed.
+async function runQuery(where, expr, catalogue) {
+  for (const [f] of expr.matchAll(/\bschedlab_[a-z0-9_]+/g))
+    if (!(await documented(f, catalogue))) fail(where, `${f} is not in the exporter's catalogue (${args.catalogue})`);
+  try {
+    return await api('/api/v1/query', { query: expr });
+  } catch (e) {
+    fail(where, `${e.message}\n    expr: ${expr}`);
+    return null;
+  }
+}
+
 async function queryChecks(file, d) {
   const values = await variableValues(file, d);
   const catalogue = catalogueFamilies();
@@ -283,12 +295,8 @@ async function queryChecks(file, d) {
       const where = `${file}: panel ${p.id} "${p.title}" target ${t.refId}`;
       stats.targets++;
       const expr = substitute(t.expr, values, where);
-      for (const [f] of expr.matchAll(/\bschedlab_[a-z0-9_]+/g))
-        if (!(await documented(f, catalogue))) fail(where, `${f} is not in the exporter's catalogue (${args.catalogue})`);
-      let data;
-      try {
-        data = await api('/api/v1/query', { query: expr });
-      } catch (e) { fail(where, `${e.message}\n    expr: ${expr}`); continue; }
+      const data = await runQuery(where, expr, catalogue);
+      if (!data) continue;
       const samples = data.resultType === 'vector' || data.resultType === 'matrix' ? data.result : [data.result];
       const finite = samples.filter((s) => {
         const v = s.value ? s.value[1] : (s.values ?? []).at(-1)?.[1];
@@ -331,12 +339,8 @@ async function annotationChecks(file, d, values, catalogue) {
     const where = `${file}: annotation "${a.name}"`;
     stats.annotations++;
     const expr = substitute(a.expr ?? '', values, where);
-    for (const [f] of expr.matchAll(/\bschedlab_[a-z0-9_]+/g))
-      if (!(await documented(f, catalogue))) fail(where, `${f} is not in the exporter's catalogue (${args.catalogue})`);
-    let data;
-    try {
-      data = await api('/api/v1/query', { query: expr });
-    } catch (e) { fail(where, `${e.message}\n    expr: ${expr}`); continue; }
+    const data = await runQuery(where, expr, catalogue);
+    if (!data) continue;
     const series = (data.result ?? []).filter((s) => s.value && Number.isFinite(Number(s.value[1])));
     if (!series.length) { fail(where, `no data (the annotation marks nothing)\n    expr: ${expr}`); continue; }
     stats.annotationsWithData++;
