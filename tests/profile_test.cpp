@@ -213,7 +213,9 @@ TEST(ProfileLive, TheYieldWorkloadsProfileNamesTheYieldPath) {
   }
   EXPECT_EQ(sum, p["samples"].get<double>());
   std::sort(top.rbegin(), top.rend());
-  top.resize(std::min<std::size_t>(top.size(), 5));
+  // The top 8: on a paravirtual host pvm_irq_enable and its wrapper take two places, and under ASan the
+  // exit's unmap_page_range (the shadow memory) a third (CI: 1 of the top 5 on the path).
+  top.resize(std::min<std::size_t>(top.size(), 8));
   // x64_sys_call: the syscall table's dispatcher since 6.9, where the yield enters. On a paravirtual
   // guest (CI's 6.18 under PVM) the timer's samples skid onto pvm_irq_enable, which any path re-enabling
   // interrupts reaches, so it is not counted; CI saw it, [user], __schedule and x64_sys_call on top.
