@@ -51,6 +51,20 @@ TEST(TracepointFormat, BrokenCopiesNameTheFileAndLine) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("broken/format:"), std::string::npos) << e.what();
   }
+  // Found by fuzz_tracepoint_format (fuzz/regressions/): a size past std::stoul's range escaped as
+  // std::out_of_range; one past a record's 64 KiB would overflow the readers' bounds check.
+  for (const std::string size :
+       {"size:77777777777777777777777777;", "size:18446744073709551615;", "size:65537;"}) {
+    auto huge = text;
+    huge.replace(huge.find("size:4;"), 7, size);
+    try {
+      parse_tracepoint_format(huge, "broken/format");
+      ADD_FAILURE() << "no error for " << size;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("beyond a tracepoint record's 65536 bytes"), std::string::npos)
+          << e.what();
+    }
+  }
   auto no_id = text;
   no_id.replace(no_id.find("ID:"), 3, "Id:");
   EXPECT_THROW(parse_tracepoint_format(no_id, "broken/format"), InputError);

@@ -43,7 +43,16 @@ TracepointFormat parse_tracepoint_format(const std::string& text, const std::str
     if (!std::regex_search(line, m, field_line)) malformed_line(source, line_no, expected);
     const std::string decl = m[1].str();
     if (!std::regex_search(decl, name, declaration)) malformed_line(source, line_no, expected);
-    f.fields[name[1].str()] = {std::stoul(m[2].str()), std::stoul(m[3].str()), m[4].str() == "1"};
+    // A tracepoint's record fits a page (the kernel's own limit); bounding offset and size here keeps
+    // the readers' `offset + size > raw_size` check free of overflow.
+    constexpr std::uint64_t kMaxRecordBytes = 65536;
+    std::uint64_t offset = 0, size = 0;
+    if (!parse_count(m[2].str(), offset) || !parse_count(m[3].str(), size) || offset > kMaxRecordBytes ||
+        size > kMaxRecordBytes)
+      malformed_line(
+          source, line_no,
+          "offset or size beyond a tracepoint record's " + std::to_string(kMaxRecordBytes) + " bytes");
+    f.fields[name[1].str()] = {offset, size, m[4].str() == "1"};
   }
   if (!have_id) throw InputError(source + ": no 'ID:' line");
   return f;
