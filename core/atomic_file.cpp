@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +32,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw SystemError("create temporary file in " + dir.string(), errno);
   try {
+    // mkstemp makes 0600, which made every bundle private and a recipe rewritten by `kernel repin` too.
+    if (::fchmod(fd, 0644) != 0) throw SystemError("chmod " + tmpl, errno);
     write_all(fd, content, tmpl);
     if (::fsync(fd) != 0) throw SystemError("fsync " + tmpl, errno);
     if (::close(fd) != 0) {

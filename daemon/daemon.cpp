@@ -226,11 +226,24 @@ class Daemon {
   // The persistence start for the next elapse: the later of the campaign's first sighting and the
   // last run's elapse. A time ahead of the clock (recorded while the clock
   // was wrong) counts as the moment this daemon first saw it, as systemd treats a timer's last trigger
-  // in the future: the schedule goes on from there instead of waiting for the clock to catch up.
+  // in the future: the schedule goes on from there instead of waiting for the clock to catch up —
+  // unless this daemon ran that run itself: then the clock went back, and that elapse is served.
   TimePoint schedule_since(TimePoint first_seen, const std::optional<CampaignRun>& last, TimePoint now) {
     if (!last || last->scheduled_for.empty()) return first_seen;
     const TimePoint scheduled = parse_utc_timestamp(last->scheduled_for);
     if (scheduled <= now) return std::max(first_seen, scheduled);
+    if (runs_here_.count(last->id)) {
+      // This daemon ran it when the clock said so: the clock went back since (`date`, NTP stepping).
+      // Its elapse is served; waiting for the clock to pass it again runs no elapse twice.
+      if (clock_back_logged_ != last->id) {
+        clock_back_logged_ = last->id;
+        log_.warning(
+            fmt::format("the clock went back to {}, before run {}'s elapse at {}, which this daemon "
+                        "ran: no elapse up to it runs again",
+                        format_utc_timestamp(now), last->id, last->scheduled_for));
+      }
+      return std::max(first_seen, scheduled);
+    }
     if (!future_run_seen_ || future_run_seen_->first != last->id) {
       future_run_seen_ = std::make_pair(last->id, now);
       log_.warning(
@@ -281,6 +294,7 @@ class Daemon {
 
   // Runs the plan's unfinished steps. True when the plan is complete (the run is then ended).
   bool execute(const CampaignRun& run) {
+    runs_here_.insert(run.id);
     const auto plan = expand_plan(campaign_);
     const fs::path run_dir = campaign_runs_directory(campaign_) / run_directory_name(run);
     auto records = store_->steps(run.id);
@@ -638,6 +652,9 @@ class Daemon {
   // A run recorded as scheduled in the future (the clock was ahead): its id, and when this daemon
   // first saw it, which stands in for its elapse (see run_scheduled).
   std::optional<std::pair<std::int64_t, TimePoint>> future_run_seen_;
+  // Runs this process executed (a run ahead of the clock among them means the clock went back).
+  std::set<std::int64_t> runs_here_;
+  std::int64_t clock_back_logged_ = 0;
 };
 
 }  // namespace

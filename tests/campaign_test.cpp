@@ -81,6 +81,19 @@ TEST(Campaign, SmokeExampleExpandsIntoOneStep) {
   EXPECT_EQ(totals.boots, 0);  // the running kernel is invoked, not booted
 }
 
+// RELIABILITY.md, paths: a campaign from another user cannot name its runs' directory out of `output`.
+TEST(Campaign, ItsNameCannotLeadOutOfTheOutputDirectory) {
+  for (const std::string name : {"..", ".", "../../etc", "/etc", ".hidden", "a/../../b"}) {
+    std::string text = kHeader;
+    text.replace(text.find("name = \"t\""), 10, "name = \"" + name + "\"");
+    CampaignFile f(text + "[[workload]]\nname = \"yield\"\n");
+    const auto runs = campaign_runs_directory(f.load());
+    EXPECT_EQ(runs.parent_path(), std::filesystem::path("/var/lib/schedlab/bundles")) << name;
+    const auto leaf = runs.filename().string();
+    EXPECT_TRUE(leaf.front() != '.' && leaf.find('/') == std::string::npos) << name << " -> " << leaf;
+  }
+}
+
 TEST(Campaign, NightlyExampleLoadsEveryKey) {
   const auto c = load_campaign(kExamples / "nightly.toml");
   ASSERT_TRUE(c.schedule.has_value());

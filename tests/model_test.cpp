@@ -1,5 +1,8 @@
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
+#include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
 #include "core/file_lock.hpp"
@@ -188,6 +191,34 @@ TEST(Model, WriteNeverOverwritesAndLeavesNoTemporaries) {
   int files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
   EXPECT_EQ(files, 1);
+}
+
+// RELIABILITY.md, file modes: the lab's readers (other users, Grafana's, the report's) read bundles.
+TEST(Model, ABundleIsReadableByAllWhateverTheUmask) {
+  TempDir dir;
+  const mode_t old_mask = ::umask(077);
+  const auto path = write_sample(dir);
+  ::umask(old_mask);
+  EXPECT_EQ(std::filesystem::status(path).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+}
+
+// RELIABILITY.md, paths: a symlink planted where schedlab writes (by another user of a shared output
+// directory) is never followed: refused where a file must not be replaced, replaced itself otherwise.
+TEST(AtomicFile, APlantedSymlinkIsNeverFollowed) {
+  TempDir dir;
+  const auto outside = dir.path() / "outside.txt";
+  spit(outside, "precious");
+  std::filesystem::create_directories(dir.path() / "out");
+  const auto link = dir.path() / "out" / "result.json";
+  std::filesystem::create_symlink(outside, link);
+  EXPECT_THROW(write_file_atomic(link, "written"), InputError);
+  EXPECT_EQ(slurp(outside), "precious");
+  write_file_atomic(link, "written", /*replace=*/true);
+  EXPECT_EQ(slurp(outside), "precious");
+  EXPECT_FALSE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(slurp(link), "written");
 }
 
 TEST(Model, WriterRefusesWhatItCouldNotReadBack) {

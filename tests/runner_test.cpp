@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -131,6 +132,27 @@ TEST_P(RunnerIsolation, DaemonisedGrandchildDiesOnTimeout) {
   EXPECT_EQ(rep.status, "timeout");
   pid_t grandchild = std::stoi(testing::slurp(pid_file));
   EXPECT_FALSE(process_alive(grandchild)) << "grandchild " << grandchild << " survived";
+}
+
+// RELIABILITY.md, faults: a workload stopped by SIGSTOP (a debugger, a stray `kill -STOP`) never returns;
+// its time limit still kills it and the child it stopped too.
+TEST_P(RunnerIsolation, AStoppedWorkloadAndItsStoppedChildDieAtTheTimeLimit) {
+  testing::TempDir dir;
+  auto pid_file = dir.path() / "child.pid";
+  ScriptedWorkload w([&]() -> WorkloadResult {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::raise(SIGSTOP);
+      ::_exit(0);
+    }
+    testing::spit(pid_file, std::to_string(child));
+    ::raise(SIGSTOP);
+    return {};
+  });
+  auto rep = run(w, GetParam(), 1.0);
+  EXPECT_EQ(rep.status, "timeout") << rep.reason;
+  const pid_t child = std::stoi(testing::slurp(pid_file));
+  EXPECT_FALSE(process_alive(child)) << "stopped child " << child << " survived";
 }
 
 TEST_P(RunnerIsolation, ExceptionBecomesAFailedRepetitionWithItsMessage) {

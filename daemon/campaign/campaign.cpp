@@ -642,6 +642,7 @@ std::string file_safe_name(const std::string& name) {
   std::string out;
   for (char c : name)
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-') ? c : '_';
+  if (!out.empty() && out.front() == '.') out.front() = '_';  // no ".", "..", or hidden name
   return out;
 }
 

@@ -136,7 +136,8 @@ struct PlanTotals {
 // from the seed, so that B does not always follow A.
 bool pair_b_first(const Campaign& c, int trial);
 
-// A name made safe for one path component: letters, digits, '.', '=' and '-' kept, the rest '_'.
+// A name made safe for one path component: letters, digits, '.', '=' and '-' kept, the rest '_', and a
+// leading '.' too, so that a campaign named ".." cannot put its runs beside the output directory.
 std::string file_safe_name(const std::string& name);
 // Where the daemon puts a campaign's runs: OUTPUT/NAME (made safe), one run-ID-STAMP directory per run.
 std::filesystem::path campaign_runs_directory(const Campaign& c);

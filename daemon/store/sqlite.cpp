@@ -1,6 +1,7 @@
 #include "daemon/store/sqlite.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +33,16 @@ bool is_busy(int rc) {
   return (rc & 0xff) == SQLITE_BUSY;
 }
 
+// A file that is not a database, or a damaged one, needs a person, not a restart: InputError (exit 2,
+// which the unit does not restart on) saying what to do. The index only is lost; the bundles are the record.
+[[noreturn]] void throw_store_error(sqlite3* db, const std::string& message) {
+  const int rc = sqlite3_errcode(db) & 0xff;
+  if (rc != SQLITE_NOTADB && rc != SQLITE_CORRUPT) throw Error(message);
+  throw InputError(message +
+                   " (the store is only an index: the bundles are intact; move this file aside and `schedlab "
+                   "store rebuild DIR` indexes them into a new one)");
+}
+
 }  // namespace
 
 Database::Database(const std::filesystem::path& file) : file_(file) {
@@ -50,7 +61,24 @@ Database::~Database() {
 }
 
 void Database::fail(const std::string& doing) const {
-  throw Error(file_.string() + ": " + doing + ": " + sqlite3_errmsg(db_));
+  throw_store_error(db_, file_.string() + ": " + doing + ": " + sqlite3_errmsg(db_));
+}
+
+void Database::check_still_the_file() {
+  struct stat st {};
+  if (::stat(file_.c_str(), &st) != 0) {
+    if (!identity_) return;  // not written yet: SQLite creates it
+    throw InputError(
+        file_.string() + ": the store was deleted while in use (" + errno_text(errno) +
+        "); nothing more is recorded. The bundles are intact: `schedlab store rebuild DIR` indexes "
+        "them into a new store");
+  }
+  const std::pair<dev_t, ino_t> now{st.st_dev, st.st_ino};
+  if (identity_ && *identity_ != now)
+    throw InputError(file_.string() +
+                     ": the store was replaced by another file while in use; nothing more is "
+                     "recorded. The bundles are intact: `schedlab store rebuild DIR` indexes them");
+  identity_ = now;
 }
 
 void Database::exec(const std::string& sql) {
@@ -66,7 +94,7 @@ void Database::exec(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string why = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
-    throw Error(file_.string() + ": " + sql.substr(0, 60) + ": " + why);
+    throw_store_error(db_, file_.string() + ": " + sql.substr(0, 60) + ": " + why);
   }
 }
 
@@ -143,6 +171,7 @@ std::string Statement::text(int column) const {
 }
 
 Transaction::Transaction(Database& db) : db_(db) {
+  db_.check_still_the_file();
   db_.exec("BEGIN IMMEDIATE");
 }
 

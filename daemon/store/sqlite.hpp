@@ -3,6 +3,8 @@
 // transactions that roll back unless committed. Errors throw Error naming the database and statement.
 // A database another process holds locked (SQLITE_BUSY: `store rebuild` while the daemon ends a step)
 // is waited for: SQLite's busy timeout, then retries with backoff for kBusyGiveUpSeconds in all.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -63,10 +65,15 @@ class Database {
   sqlite3* handle() { return db_; }
   const std::filesystem::path& file() const { return file_; }
   [[noreturn]] void fail(const std::string& doing) const;
+  // Throws InputError (a person must look: exit 2, no restart) when the file was deleted or replaced
+  // since this connection first wrote it: SQLite would go on writing to the unlinked inode, and
+  // everything recorded from then on would be lost.
+  void check_still_the_file();
 
  private:
   sqlite3* db_ = nullptr;
   std::filesystem::path file_;
+  std::optional<std::pair<dev_t, ino_t>> identity_;  // of the file, from the first transaction on
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK in the destructor unless commit() ran.
