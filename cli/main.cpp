@@ -23,6 +23,7 @@
 #include "cli/store_command.hpp"
 #include "cli/workload_table.hpp"
 #include "collector/perf/perf_source.hpp"
+#include "collector/runner/memory_limit.hpp"
 #include "collector/runner/runner.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
 #include "core/atomic_file.hpp"
@@ -61,6 +62,7 @@ struct RunArgs {
   std::string instance_id;
   std::string out = "results";
   std::string isolation = "auto";
+  std::string memory_limit;  // "" : none
   std::string counter_scope = "auto";
   std::string attribution;
   std::string cache_dir;
@@ -147,6 +149,7 @@ RunPlan make_plan(const RunArgs& a) {
   plan.label = a.label;
   plan.out_dir = a.out;
   plan.isolation = parse_isolation_mode(a.isolation);
+  if (!a.memory_limit.empty()) plan.memory_limit_bytes = parse_memory_size(a.memory_limit, "--memory-limit");
   plan.counter_scope = parse_counter_scope(a.counter_scope);
   plan.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
   plan.settle.max_wait_s = a.settle_timeout_s;
@@ -561,6 +564,10 @@ int run_cli(int argc, char** argv) {
       "--schedulers-dir", run_args.schedulers_dir,
       "Where schedlab-scx and the NAME.bpf.o sched_ext schedulers are (default: BUILD/schedulers)");
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
+  run->add_option(
+      "--memory-limit", run_args.memory_limit,
+      "Memory limit of one repetition (its memory cgroup; 512M, 2G): a workload past it is killed by "
+      "the kernel's OOM killer, with everything it started, and recorded as failed (default: none)");
   run->add_option("--counter-scope", run_args.counter_scope,
                   "Where timed repetitions are counted: system (per CPU on the workload's CPUs, every task "
                   "there: no cost at context switches; what else ran is measured and flagged), cgroup (per "

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collector/runner/memory_limit.hpp"
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
@@ -455,6 +456,49 @@ TEST_F(DaemonLabBoot, AStagedBootThatNeverCameIsUnstaged) {
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_NE(steps.begin()->second.reason.find("unstaged with `kexec -u`"), std::string::npos)
       << steps.begin()->second.reason;
+}
+
+// RELIABILITY.md, faults: a campaign's memory_limit reaches every repetition of every step as its
+// memory cgroup's limit (the runner's own test shows a workload past it dies at it, with its children).
+TEST(DaemonMemoryLimit, ACampaignsMemoryLimitIsEveryRepetitionsCgroupLimit) {
+  std::string why;
+  if (!find_memory_controller(HostPaths::live(), why)) GTEST_SKIP() << why;
+  TempDir dir;
+  std::ofstream(dir.path() / "c.toml")
+      << campaign_header("memory", "once", dir.path()) << "memory_limit = \"256M\"\n"
+      << short_yield_campaign("[\"running\"]", 2);
+  const auto campaign = load_campaign(dir.path() / "c.toml");
+  ASSERT_EQ(campaign.memory_limit_bytes, std::uint64_t{256} << 20);
+  DaemonProcess d(dir.path() / "c.toml", dir.path() / "daemon.log");
+  ASSERT_EQ(d.wait(), 0) << d.log_text();
+  auto store = open_store("sqlite://" + (dir.path() / "store.db").string());
+  const auto run = store->last_run("memory");
+  ASSERT_TRUE(run);
+  const auto steps = store->steps(run->id);
+  ASSERT_EQ(steps.size(), 1u);
+  const auto bundle = load_bundle(steps.begin()->second.bundle_path);
+  ASSERT_EQ(bundle.instances.at(0).repetitions.size(), 2u);
+  for (const auto& rep : bundle.instances.at(0).repetitions) {
+    EXPECT_TRUE(rep.ok()) << rep.reason;
+    ASSERT_TRUE(rep.isolation.contains("memory_limit")) << rep.isolation.dump();
+    EXPECT_EQ(rep.isolation.at("memory_limit").at("bytes"), std::uint64_t{256} << 20);
+    EXPECT_EQ(rep.isolation.at("memory_limit").value("oom_kills", -1), 0) << rep.isolation.dump();
+  }
+}
+
+TEST(DaemonMemoryLimit, ABadMemoryLimitNamesTheFileLineAndKey) {
+  TempDir dir;
+  std::ofstream(dir.path() / "c.toml")
+      << campaign_header("memory", "once", dir.path()) << "memory_limit = \"lots\"\n"
+      << short_yield_campaign("[\"running\"]", 2);
+  try {
+    load_campaign(dir.path() / "c.toml");
+    ADD_FAILURE() << "memory_limit = \"lots\" accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir.path() / "c.toml").string() +
+                                         ":6: [campaign] memory_limit: 'lots' is not a size (a size such as "
+                                         "512M, 2G or a number of bytes)");
+  }
 }
 
 }  // namespace

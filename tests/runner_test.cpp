@@ -1,13 +1,17 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
+#include "collector/runner/memory_limit.hpp"
 #include "collector/runner/repetition.hpp"
 #include "collector/runner/runner.hpp"
 #include "core/bundle_io.hpp"
+#include "core/error.hpp"
 #include "test_util.hpp"
 
 namespace schedlab {
@@ -55,7 +59,8 @@ WorkloadResult spawn_daemon_grandchild(const std::filesystem::path& pid_file) {
   return {};
 }
 
-Repetition run(ScriptedWorkload& w, IsolationMode mode, double timeout_s = 30) {
+Repetition run(ScriptedWorkload& w, IsolationMode mode, double timeout_s = 30,
+               std::optional<std::uint64_t> memory_limit = std::nullopt) {
   ParamValues params = nlohmann::json::object();
   WorkloadContext ctx;
   RepetitionRequest req;
@@ -65,7 +70,19 @@ Repetition run(ScriptedWorkload& w, IsolationMode mode, double timeout_s = 30) {
   req.timeout_s = timeout_s;
   req.isolation = mode;
   req.leaf_name = "schedlab-test-" + std::to_string(::getpid());
+  req.memory_limit_bytes = memory_limit;
   return run_repetition(req);
+}
+
+// Touches `bytes` of fresh anonymous memory a MiB at a time (mmap, not malloc: no allocator, ASan's
+// included, holds it back or hands back pages already counted elsewhere).
+void fill_memory(std::size_t bytes) {
+  constexpr std::size_t kChunk = 1 << 20;
+  for (std::size_t done = 0; done < bytes; done += kChunk) {
+    void* p = ::mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    std::memset(p, 0x5a, kChunk);
+  }
 }
 
 class RunnerIsolation : public ::testing::TestWithParam<IsolationMode> {
@@ -153,6 +170,64 @@ TEST_P(RunnerIsolation, AStoppedWorkloadAndItsStoppedChildDieAtTheTimeLimit) {
   EXPECT_EQ(rep.status, "timeout") << rep.reason;
   const pid_t child = std::stoi(testing::slurp(pid_file));
   EXPECT_FALSE(process_alive(child)) << "stopped child " << child << " survived";
+}
+
+// RELIABILITY.md, faults: a workload that fills its memory dies at its repetition's memory limit (the
+// kernel's OOM killer in the repetition's memory cgroup), the child it started dies with it, the reason
+// says so, and the next repetition runs under the same limit. Without the limit the workload would touch
+// 1 GiB and return ok: the test fails.
+TEST_P(RunnerIsolation, AWorkloadFillingItsMemoryDiesAtItsLimitWithItsChildAndTheNextRunsOn) {
+  std::string why;
+  if (!find_memory_controller(HostPaths::live(), why)) GTEST_SKIP() << why;
+  constexpr std::uint64_t kLimit = 64 << 20;
+  testing::TempDir dir;
+  const auto pid_file = dir.path() / "grandchild.pid";
+  ScriptedWorkload hog([&]() -> WorkloadResult {
+    spawn_daemon_grandchild(pid_file);
+    fill_memory(std::size_t{1} << 30);
+    return {};
+  });
+  const auto rep = run(hog, GetParam(), 60, kLimit);
+  EXPECT_EQ(rep.status, "failed");
+  EXPECT_EQ(rep.reason.rfind("memory limit of 64 MiB reached: the kernel's OOM killer killed ", 0), 0u)
+      << rep.reason;
+  const pid_t grandchild = std::stoi(testing::slurp(pid_file));
+  EXPECT_FALSE(process_alive(grandchild)) << "grandchild " << grandchild << " survived";
+  ASSERT_TRUE(rep.isolation.contains("memory_limit")) << rep.isolation.dump();
+  const auto& limit = rep.isolation.at("memory_limit");
+  EXPECT_EQ(limit.at("bytes"), kLimit);
+  EXPECT_GE(limit.at("oom_kills").get<long>(), 1) << limit.dump();
+  if (limit.contains("peak_bytes")) {
+    EXPECT_LE(limit.at("peak_bytes").get<std::uint64_t>(), kLimit) << limit.dump();
+    EXPECT_GE(limit.at("peak_bytes").get<std::uint64_t>(), kLimit / 2) << limit.dump();
+  }
+  EXPECT_FALSE(std::filesystem::exists(limit.at("cgroup").get<std::string>())) << "its memory cgroup is left";
+
+  ScriptedWorkload modest([] {
+    fill_memory(8 << 20);
+    return WorkloadResult{};
+  });
+  const auto next = run(modest, GetParam(), 60, kLimit);
+  EXPECT_EQ(next.status, "ok") << next.reason;
+  EXPECT_EQ(next.isolation.at("memory_limit").at("oom_kills"), 0) << next.isolation.dump();
+}
+
+TEST(MemoryLimit, SizesAreParsedAsCgroupFilesWriteThemAndNonsenseIsRefusedNamingTheOption) {
+  EXPECT_EQ(parse_memory_size("67108864", "--memory-limit"), 67108864u);
+  EXPECT_EQ(parse_memory_size("64M", "--memory-limit"), 64u << 20);
+  EXPECT_EQ(parse_memory_size("64MiB", "--memory-limit"), 64u << 20);
+  EXPECT_EQ(parse_memory_size("2g", "--memory-limit"), 2ull << 30);
+  EXPECT_EQ(parse_memory_size("1.5G", "--memory-limit"), 3ull << 29);
+  EXPECT_EQ(format_memory_size(64u << 20), "64 MiB");
+  EXPECT_EQ(format_memory_size(3ull << 29), "1.5 GiB");
+  for (const std::string bad : {"", "M", "12X", "0", "-1", "1..5G", "1e9", "64 M", "99999999999T"}) {
+    try {
+      parse_memory_size(bad, "--memory-limit");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--memory-limit: '" + bad + "' ", 0), 0u) << e.what();
+    }
+  }
 }
 
 TEST_P(RunnerIsolation, ExceptionBecomesAFailedRepetitionWithItsMessage) {

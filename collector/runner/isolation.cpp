@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/cgroup_hierarchy.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 
@@ -36,21 +37,7 @@ nlohmann::json parse_key_values(const std::string& text) {
 
 // The cgroup v2 directory this process belongs to, or "" with `why` set.
 std::filesystem::path own_cgroup2_dir(const HostPaths& paths, std::string& why) {
-  auto mountinfo = read_text(paths.proc / "self/mountinfo");
-  std::string mount;
-  if (mountinfo) {
-    std::istringstream in(*mountinfo);
-    for (std::string line; std::getline(in, line);) {
-      auto dash = line.find(" - ");
-      if (dash == std::string::npos) continue;
-      auto fs = split_ws(line.substr(dash + 3));
-      auto fields = split_ws(line.substr(0, dash));
-      if (!fs.empty() && fs[0] == "cgroup2" && fields.size() > 4) {
-        mount = fields[4];
-        break;
-      }
-    }
-  }
+  const auto mount = cgroup2_mount(paths);
   if (mount.empty()) {
     why = "no cgroup v2 hierarchy is mounted";
     return {};

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "collector/runner/memory_limit.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/per_operation.hpp"
@@ -178,7 +179,22 @@ Repetition run_repetition(RepetitionRequest& req) {
   // Orphans of the workload (a daemonised grandchild) are re-parented to us, not to init,
   // so they can be found and reaped.
   SubreaperScope subreaper;
-  auto isolation = make_isolation(req.isolation, req.leaf_name, HostPaths::live(), req.cgroup2_parent);
+  // Made before the isolation so that it is removed after: a memory cgroup empties once its processes died.
+  std::unique_ptr<MemoryLimit> memory;
+  auto cgroup2_parent = req.cgroup2_parent;
+  if (req.memory_limit_bytes) {
+    std::string why;
+    const auto where = find_memory_controller(HostPaths::live(), why);
+    if (!where) throw Error("the memory limit cannot be set: " + why);
+    if (where->version == 2 && req.isolation == IsolationMode::kProcessGroup)
+      throw Error(
+          "a memory limit on cgroup v2 goes on the repetition's cgroup, and process-group isolation "
+          "was asked for");
+    if (where->version == 2 && cgroup2_parent.empty()) cgroup2_parent = where->parent;
+    memory = std::make_unique<MemoryLimit>(*req.memory_limit_bytes, *where, req.leaf_name);
+  }
+  auto isolation = make_isolation(req.isolation, req.leaf_name, HostPaths::live(), cgroup2_parent);
+  if (memory) memory->apply_to_leaf(isolation->cgroup_dir());
   Pipe go, result;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -191,6 +207,7 @@ Repetition run_repetition(RepetitionRequest& req) {
   std::string setup_error;
   try {
     isolation->adopt(pid);
+    if (memory) memory->adopt(pid);
     // Before "go": the workload's first instruction already runs under the configuration's limits.
     for (const auto& group : req.extra_cgroups_v1) {
       std::string error;
@@ -227,6 +244,8 @@ Repetition run_repetition(RepetitionRequest& req) {
   rep.isolation = isolation->describe();
   rep.isolation["stray_processes"] = stray;
   rep.isolation["killed"] = killed;
+  const long oom_kills = memory ? memory->oom_kills() : 0;
+  if (memory) rep.isolation["memory_limit"] = memory->describe();
 
   if (!setup_error.empty()) {
     rep.status = status::kFailed;
@@ -242,6 +261,15 @@ Repetition run_repetition(RepetitionRequest& req) {
   } else {
     apply_child_result(rep, output, wait_status);
     add_per_operation_counters(rep);
+  }
+  // Even a workload that finished lost part of its work with a killed process: its numbers are not a result.
+  if (oom_kills > 0 && outcome == WaitOutcome::kExited && setup_error.empty()) {
+    rep.status = status::kFailed;
+    rep.reason = fmt::format(
+        "memory limit of {} reached: the kernel's OOM killer killed {} process(es) of the repetition{}; {} "
+        "other process(es) were killed after it",
+        format_memory_size(memory->bytes()), oom_kills, rep.reason.empty() ? "" : " (" + rep.reason + ")",
+        killed);
   }
   return rep;
 }

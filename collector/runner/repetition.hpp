@@ -1,9 +1,11 @@
 #pragma once
 // Runs one repetition of a workload in a child process: isolated (cgroup leaf or process
 // group), counted by the sources from before its first instruction of work, bounded by a
-// time limit after which everything it started is killed.
+// time limit after which everything it started is killed, and by a memory limit if given.
 #include <csignal>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct RepetitionRequest {
   std::string leaf_name = "schedlab";
   std::filesystem::path cgroup2_parent;                 // where the v2 leaf is made; empty: our own cgroup
   std::vector<std::filesystem::path> extra_cgroups_v1;  // v1 groups the child also joins
+  std::optional<std::uint64_t> memory_limit_bytes;  // the repetition's memory cgroup limit; none: unlimited
   const volatile std::sig_atomic_t* interrupted = nullptr;  // set by a signal handler: stop now
 };
 

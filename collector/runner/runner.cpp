@@ -11,6 +11,7 @@
 
 #include "collector/perf/perf_source.hpp"
 #include "collector/runner/interrupt.hpp"
+#include "collector/runner/memory_limit.hpp"
 #include "collector/runner/repetition.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
 #include "collector/sysstats/schedstat_source.hpp"
@@ -117,6 +118,10 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
   if (plan_.repetitions < 1) throw InputError("--repetitions must be at least 1");
   if (plan_.trials < 1) throw InputError("--trials must be at least 1");
   if (!(plan_.timeout_s > 0)) throw InputError("--timeout must be a positive number of seconds");
+  if (plan_.memory_limit_bytes) {
+    std::string why;
+    if (!find_memory_controller(paths_, why)) throw Error("--memory-limit cannot be set here: " + why);
+  }
   context_.topology = read_topology(paths_);
   context_.allowed_cpus = current_affinity();
   context_.cache_dir = plan_.cache_dir;
@@ -340,6 +345,7 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
         req.sources.push_back(std::make_unique<TraceSource>(run_.paths()));
       req.timeout_s = plan.timeout_s;
       req.isolation = plan.isolation;
+      req.memory_limit_bytes = plan.memory_limit_bytes;
       // The run id keeps an experiment's two sides, which share trial indices, in leaves of their own.
       req.leaf_name = fmt::format("schedlab-{}-{}-t{}-{}-{}", ::getpid(), run_id_, trial, pi.id, r);
       req.interrupted = interrupted_;

@@ -76,6 +76,7 @@ struct RunPlan {
   std::filesystem::path out_dir = "results";
   std::filesystem::path cache_dir = "/var/cache/schedlab";
   IsolationMode isolation = IsolationMode::kAuto;
+  std::optional<std::uint64_t> memory_limit_bytes;  // each repetition's memory cgroup limit; none: unlimited
   SettlePolicy settle;
   DiagnosticsPlan diagnostics;
   TrialEnvironmentFactory environment;  // a runtime configuration around every trial; none: as found

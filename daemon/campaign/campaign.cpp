@@ -9,6 +9,7 @@
 #include <set>
 
 #include "collector/perf/pfm.hpp"
+#include "collector/runner/memory_limit.hpp"
 #include "collector/runner/runner.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
@@ -38,6 +39,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kCampaignKeys = {
     "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
     "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "recipes", "boot", "runtime_configurations",
+    "memory_limit",
     // a target campaign (CampaignTarget)
     "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
 const std::set<std::string> kChangesKeys = {"detect", "confirm", "budget", "alpha", "min_effect"};
@@ -540,6 +542,13 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
   };
   seconds("timeout_s", c.timeout_s, false);
   seconds("settle_timeout_s", c.settle_timeout_s, true);
+  if (auto v = r.string(t, p, "memory_limit")) {
+    try {
+      c.memory_limit_bytes = parse_memory_size(*v, "");
+    } catch (const InputError& e) {
+      r.fail(*t.get("memory_limit"), p + "memory_limit", e.what());
+    }
+  }
   read_target(r, t, p, c);
 }
 
