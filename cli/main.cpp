@@ -62,7 +62,8 @@ struct RunArgs {
   std::string instance_id;
   std::string out = "results";
   std::string isolation = "auto";
-  std::string memory_limit;  // "" : none
+  std::string memory_limit;   // "" : none
+  std::string workload_user;  // "": as schedlab runs
   std::string counter_scope = "auto";
   std::string attribution;
   std::string cache_dir;
@@ -150,6 +151,7 @@ RunPlan make_plan(const RunArgs& a) {
   plan.out_dir = a.out;
   plan.isolation = parse_isolation_mode(a.isolation);
   if (!a.memory_limit.empty()) plan.memory_limit_bytes = parse_memory_size(a.memory_limit, "--memory-limit");
+  plan.workload_user = a.workload_user == "root" ? "" : a.workload_user;
   plan.counter_scope = parse_counter_scope(a.counter_scope);
   plan.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
   plan.settle.max_wait_s = a.settle_timeout_s;
@@ -564,6 +566,12 @@ int run_cli(int argc, char** argv) {
       "--schedulers-dir", run_args.schedulers_dir,
       "Where schedlab-scx and the NAME.bpf.o sched_ext schedulers are (default: BUILD/schedulers)");
   run->add_option("--isolation", run_args.isolation, "auto | cgroup | process-group")->default_val("auto");
+  run->add_option(
+      "--workload-user", run_args.workload_user,
+      "When schedlab runs as root: the user the workloads that need no privilege run as (the runner "
+      "keeps root for counters, cgroups and tunables; a workload whose parameters need root, e.g. "
+      "policy=fifo:N or a negative nice, stays root and its repetitions say why); root: all as root "
+      "(default: root; the daemon's default is nobody)");
   run->add_option(
       "--memory-limit", run_args.memory_limit,
       "Memory limit of one repetition (its memory cgroup; 512M, 2G): a workload past it is killed by "

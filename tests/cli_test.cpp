@@ -1,5 +1,6 @@
 // The schedlab binary's answers to bad input, and its listings.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <signal.h>
 
@@ -54,6 +55,35 @@ TEST(Cli, BadInputIsOneClearLineExitTwoAndNothingWritten) {
   expect_bad_input("run --workload yield --attribution system",
                    "--attribution system: the workload alone is counted per cgroup or per task");
   expect_bad_input("run --bogus-flag", "bogus-flag");
+}
+
+// RELIABILITY.md, security: `run --workload-user nobody` as root runs yield as nobody, and yield under a
+// real-time policy as root with the reason in every repetition.
+TEST(Cli, AWorkloadUserRunsWhatNeedsNoPrivilegeAndSaysWhyTheRestRunsAsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  TempDir dir;
+  auto o = schedlab(
+      "run --workload yield --repetitions 1 --no-counters --settle-timeout 0 --workload-user nobody "
+      "--param yield.yields=20000 --param 'yield.policy=[other,fifo:10]' --out " +
+      dir.path().string());
+  ASSERT_EQ(o.code, 0) << o.out;
+  const auto files = files_in(dir.path());
+  ASSERT_EQ(files.size(), 1u) << o.out;
+  const auto bundle = load_bundle(files[0]);
+  ASSERT_EQ(bundle.instances.size(), 2u);
+  for (const auto& in : bundle.instances) {
+    ASSERT_EQ(in.repetitions.size(), 1u);
+    const auto& rep = in.repetitions[0];
+    EXPECT_TRUE(rep.ok()) << rep.reason;
+    if (in.params.at("policy") == "other") {
+      EXPECT_EQ(rep.isolation.value("user", ""), "nobody") << rep.isolation.dump();
+    } else {
+      EXPECT_EQ(rep.isolation.value("user", ""), "root") << rep.isolation.dump();
+      EXPECT_EQ(rep.isolation.value("why_root", ""), "policy=fifo:10: a real-time policy needs CAP_SYS_NICE");
+    }
+  }
+  expect_bad_input("run --workload yield --workload-user no-such-user-schedlab",
+                   "--workload-user: no user 'no-such-user-schedlab' on this machine");
 }
 
 TEST(Cli, ShowRefusesABrokenBundleNamingIt) {

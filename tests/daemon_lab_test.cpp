@@ -5,6 +5,7 @@
 // `schedlab kernel resume` runs the suite in the running kernel or records boot-failed. A PATH
 // interlock makes any attempt to reboot this machine fail loudly instead.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -483,6 +484,10 @@ TEST(DaemonMemoryLimit, ACampaignsMemoryLimitIsEveryRepetitionsCgroupLimit) {
     ASSERT_TRUE(rep.isolation.contains("memory_limit")) << rep.isolation.dump();
     EXPECT_EQ(rep.isolation.at("memory_limit").at("bytes"), std::uint64_t{256} << 20);
     EXPECT_EQ(rep.isolation.at("memory_limit").value("oom_kills", -1), 0) << rep.isolation.dump();
+    // The daemon's default workload user: yield needs no privilege.
+    if (::geteuid() == 0) {
+      EXPECT_EQ(rep.isolation.value("user", ""), "nobody") << rep.isolation.dump();
+    }
   }
 }
 
@@ -498,6 +503,32 @@ TEST(DaemonMemoryLimit, ABadMemoryLimitNamesTheFileLineAndKey) {
     EXPECT_EQ(std::string(e.what()), (dir.path() / "c.toml").string() +
                                          ":6: [campaign] memory_limit: 'lots' is not a size (a size such as "
                                          "512M, 2G or a number of bytes)");
+  }
+}
+
+// The daemon's steps run workloads as nobody unless the campaign says workload_user = "root" (RELIABILITY.md,
+// security); a user the machine does not have is refused with the file, line and key.
+TEST(DaemonWorkloadUser, StepsRunAsNobodyUnlessTheCampaignSaysRoot) {
+  TempDir dir;
+  const auto argv_of = [&](const std::string& line) {
+    std::ofstream(dir.path() / "c.toml")
+        << campaign_header("user", "once", dir.path()) << line << short_yield_campaign("[\"running\"]", 2);
+    const auto campaign = load_campaign(dir.path() / "c.toml");
+    return step_argv(campaign, expand_plan(campaign).at(0), SCHEDLAB_BINARY, dir.path() / "attempt-1");
+  };
+  const auto by_default = argv_of("");
+  const auto user_at = std::find(by_default.begin(), by_default.end(), "--workload-user");
+  ASSERT_NE(user_at, by_default.end());
+  EXPECT_EQ(*(user_at + 1), "nobody");
+  const auto as_root = argv_of("workload_user = \"root\"\n");
+  EXPECT_EQ(std::find(as_root.begin(), as_root.end(), "--workload-user"), as_root.end());
+  try {
+    argv_of("workload_user = \"no-such-user-schedlab\"\n");
+    ADD_FAILURE() << "an unknown workload user was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir.path() / "c.toml").string() +
+                  ":6: [campaign] workload_user: no user 'no-such-user-schedlab' on this machine");
   }
 }
 

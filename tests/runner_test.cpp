@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -60,7 +61,8 @@ WorkloadResult spawn_daemon_grandchild(const std::filesystem::path& pid_file) {
 }
 
 Repetition run(ScriptedWorkload& w, IsolationMode mode, double timeout_s = 30,
-               std::optional<std::uint64_t> memory_limit = std::nullopt) {
+               std::optional<std::uint64_t> memory_limit = std::nullopt,
+               std::optional<WorkloadUser> run_as = std::nullopt) {
   ParamValues params = nlohmann::json::object();
   WorkloadContext ctx;
   RepetitionRequest req;
@@ -71,6 +73,7 @@ Repetition run(ScriptedWorkload& w, IsolationMode mode, double timeout_s = 30,
   req.isolation = mode;
   req.leaf_name = "schedlab-test-" + std::to_string(::getpid());
   req.memory_limit_bytes = memory_limit;
+  req.run_as = run_as;
   return run_repetition(req);
 }
 
@@ -210,6 +213,46 @@ TEST_P(RunnerIsolation, AWorkloadFillingItsMemoryDiesAtItsLimitWithItsChildAndTh
   const auto next = run(modest, GetParam(), 60, kLimit);
   EXPECT_EQ(next.status, "ok") << next.reason;
   EXPECT_EQ(next.isolation.at("memory_limit").at("oom_kills"), 0) << next.isolation.dump();
+}
+
+// RELIABILITY.md, security: under a root runner the workload's own process runs as the workload user,
+// with none of root's groups, while the runner keeps root for its cgroups and counters; a daemonised
+// child it starts is still killed.
+TEST_P(RunnerIsolation, AWorkloadThatNeedsNoPrivilegeRunsAsTheWorkloadUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to change user";
+  const auto nobody = resolve_workload_user("nobody", "test");
+  testing::TempDir dir;
+  ::chmod(dir.path().c_str(), 0777);
+  const auto pid_file = dir.path() / "grandchild.pid";
+  ScriptedWorkload w([&] {
+    spawn_daemon_grandchild(pid_file);
+    WorkloadResult r;
+    r.details = {{"uid", ::getuid()},
+                 {"euid", ::geteuid()},
+                 {"gid", ::getgid()},
+                 {"groups", ::getgroups(0, nullptr)},
+                 {"root_file", ::access("/root", W_OK) == 0}};
+    return r;
+  });
+  const auto rep = run(w, GetParam(), 30, std::nullopt, nobody);
+  ASSERT_EQ(rep.status, "ok") << rep.reason;
+  EXPECT_EQ(rep.details.at("uid"), nobody.uid);
+  EXPECT_EQ(rep.details.at("euid"), nobody.uid);
+  EXPECT_EQ(rep.details.at("gid"), nobody.gid);
+  EXPECT_EQ(rep.details.at("groups"), 0);
+  EXPECT_EQ(rep.details.at("root_file"), false);
+  EXPECT_EQ(rep.isolation.at("user"), "nobody");
+  EXPECT_EQ(rep.isolation.at("uid"), nobody.uid);
+  EXPECT_FALSE(process_alive(std::stoi(testing::slurp(pid_file))));
+}
+
+TEST(WorkloadUser, AnUnknownUserIsRefusedNamingTheOption) {
+  try {
+    resolve_workload_user("no-such-user-schedlab", "--workload-user");
+    ADD_FAILURE() << "an unknown user was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--workload-user: no user 'no-such-user-schedlab' on this machine");
+  }
 }
 
 TEST(MemoryLimit, SizesAreParsedAsCgroupFilesWriteThemAndNonsenseIsRefusedNamingTheOption) {

@@ -41,6 +41,25 @@ TEST(Registry, UnknownWorkloadNamesTheKnownOnes) {
   EXPECT_NE(err.find("wakeup"), std::string::npos) << err;
 }
 
+// RELIABILITY.md, security: what needs root is decided by the parameters. The workloads the issue names
+// (kernbench, tbench, chat, yield) need none at their defaults; a real-time policy or a negative nice
+// does, and says why.
+TEST(Privilege, OnlyARealTimePolicyOrANegativeNiceNeedsRoot) {
+  const WorkloadContext ctx;
+  const auto why = [&](const std::string& name, const std::map<std::string, std::string>& given) {
+    auto w = make_workload(name);
+    return w->needs_root(resolve_params(name, w->params(), given), ctx);
+  };
+  for (const auto* name : {"yield", "kernbench", "tbench", "chat", "wakeup", "fairness", "micro"})
+    EXPECT_EQ(why(name, {}), "") << name;
+  EXPECT_EQ(why("yield", {{"policy", "fifo:10"}}), "policy=fifo:10: a real-time policy needs CAP_SYS_NICE");
+  EXPECT_EQ(why("yield", {{"policy", "batch"}, {"nice", "5"}}), "");
+  EXPECT_EQ(why("kernbench", {{"nice", "-5"}}), "nice=-5: a negative nice value needs CAP_SYS_NICE");
+  EXPECT_EQ(why("wakeup", {{"load_nice", "-1"}}), "load_nice=-1: a negative nice value needs CAP_SYS_NICE");
+  EXPECT_EQ(why("fairness", {{"nices", "-5,0"}}), "nices=-5,0: a negative nice value needs CAP_SYS_NICE");
+  EXPECT_EQ(why("fairness", {{"nices", "0,5"}}), "");
+}
+
 TEST(Params, DefaultsAreFilledIn) {
   auto w = make_workload("yield");
   auto p = resolve_params("yield", w->params(), {});

@@ -13,6 +13,7 @@
 #include "core/metric.hpp"
 #include "core/topology.hpp"
 #include "workloads/params.hpp"
+#include "workloads/privilege.hpp"
 
 namespace schedlab {
 
@@ -45,6 +46,13 @@ class Workload {
 
   // Runs once, in the runner's child process; throws on failure.
   virtual WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) = 0;
+
+  // Why this instance must run as root ("" when any user can run it): the runner's child drops to the
+  // workload user (`run --workload-user`) otherwise. The scheduling parameters every workload takes
+  // decide by default; a workload with privileges of its own says so here.
+  virtual std::string needs_root(const ParamValues& params, const WorkloadContext& /*ctx*/) const {
+    return root_needed_for_scheduling(params);
+  }
 
   // Whether its repetitions carry details.histogram (latency buckets): the exporter publishes them as
   // schedlab_<workload>_latency_seconds and the dashboards draw its percentiles.

@@ -48,10 +48,15 @@ bool drain(int fd, std::string& into) {
   }
 }
 
-[[noreturn]] void child_main(RepetitionRequest& req, pid_t parent, int go_fd, int result_fd) {
+[[noreturn]] void child_main(RepetitionRequest& req, const WorkloadContext& context, pid_t parent, int go_fd,
+                             int result_fd) {
   ::setpgid(0, 0);
+  // Before the death signal: a change of credentials clears it.
+  const std::string become_error = req.run_as ? become(*req.run_as) : std::string();
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(120);
+  // A change of credentials also makes the process undumpable: keep core dumps and /proc as for any workload.
+  if (req.run_as) ::prctl(PR_SET_DUMPABLE, 1);
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   // The runner's SIGPIPE handler is for its own output; the workload gets the default (or the
@@ -68,7 +73,9 @@ bool drain(int fd, std::string& into) {
   nlohmann::json out;
   int code = 0;
   try {
-    auto result = req.workload->run(*req.params, *req.context);
+    if (!become_error.empty())
+      throw Error("cannot run the workload as user " + req.run_as->name + ": " + become_error);
+    auto result = req.workload->run(*req.params, context);
     nlohmann::json metrics = nlohmann::json::object();
     for (const auto& [name, m] : result.metrics) metrics[name] = {{"value", m.value}, {"unit", m.unit}};
     out = {{"ok", true}, {"metrics", metrics}, {"details", result.details}};
@@ -195,11 +202,15 @@ Repetition run_repetition(RepetitionRequest& req) {
   }
   auto isolation = make_isolation(req.isolation, req.leaf_name, HostPaths::live(), cgroup2_parent);
   if (memory) memory->apply_to_leaf(isolation->cgroup_dir());
+  // An unprivileged workload keeps its generated inputs in its own corner of the cache.
+  WorkloadContext context = *req.context;
+  if (req.run_as && !context.cache_dir.empty())
+    context.cache_dir = cache_dir_for(*req.run_as, context.cache_dir);
   Pipe go, result;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw SystemError("fork", errno);
-  if (pid == 0) child_main(req, parent, go.read, result.write);
+  if (pid == 0) child_main(req, context, parent, go.read, result.write);
   go.close_read();
   result.close_write();
   ::fcntl(result.read, F_SETFL, O_NONBLOCK);
@@ -246,6 +257,13 @@ Repetition run_repetition(RepetitionRequest& req) {
   rep.isolation["killed"] = killed;
   const long oom_kills = memory ? memory->oom_kills() : 0;
   if (memory) rep.isolation["memory_limit"] = memory->describe();
+  if (req.run_as) {
+    rep.isolation["user"] = req.run_as->name;
+    rep.isolation["uid"] = req.run_as->uid;
+  } else if (!req.why_root.empty()) {
+    rep.isolation["user"] = "root";
+    rep.isolation["why_root"] = req.why_root;
+  }
 
   if (!setup_error.empty()) {
     rep.status = status::kFailed;

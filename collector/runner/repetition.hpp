@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collector/runner/isolation.hpp"
+#include "collector/runner/workload_user.hpp"
 #include "collector/source.hpp"
 #include "core/result.hpp"
 #include "workloads/workload.hpp"
@@ -27,6 +28,8 @@ struct RepetitionRequest {
   std::filesystem::path cgroup2_parent;                 // where the v2 leaf is made; empty: our own cgroup
   std::vector<std::filesystem::path> extra_cgroups_v1;  // v1 groups the child also joins
   std::optional<std::uint64_t> memory_limit_bytes;  // the repetition's memory cgroup limit; none: unlimited
+  std::optional<WorkloadUser> run_as;  // the workload's process drops to this user; nullopt: stays as we are
+  std::string why_root;                // a workload user was asked for, and this instance needs root because
   const volatile std::sig_atomic_t* interrupted = nullptr;  // set by a signal handler: stop now
 };
 

@@ -118,6 +118,9 @@ PreparedRun::PreparedRun(RunPlan plan, HostPaths paths) : plan_(std::move(plan))
   if (plan_.repetitions < 1) throw InputError("--repetitions must be at least 1");
   if (plan_.trials < 1) throw InputError("--trials must be at least 1");
   if (!(plan_.timeout_s > 0)) throw InputError("--timeout must be a positive number of seconds");
+  // Not root: the workload runs as we do, which is already unprivileged.
+  if (!plan_.workload_user.empty() && ::geteuid() == 0)
+    workload_user_ = resolve_workload_user(plan_.workload_user, "--workload-user");
   if (plan_.memory_limit_bytes) {
     std::string why;
     if (!find_memory_controller(paths_, why)) throw Error("--memory-limit cannot be set here: " + why);
@@ -346,6 +349,10 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
       req.timeout_s = plan.timeout_s;
       req.isolation = plan.isolation;
       req.memory_limit_bytes = plan.memory_limit_bytes;
+      if (run_.workload_user()) {
+        req.why_root = pi.workload->needs_root(pi.params, run_.context());
+        if (req.why_root.empty()) req.run_as = run_.workload_user();
+      }
       // The run id keeps an experiment's two sides, which share trial indices, in leaves of their own.
       req.leaf_name = fmt::format("schedlab-{}-{}-t{}-{}-{}", ::getpid(), run_id_, trial, pi.id, r);
       req.interrupted = interrupted_;

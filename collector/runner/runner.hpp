@@ -16,6 +16,7 @@
 #include "collector/runner/isolation.hpp"
 #include "collector/runner/progress.hpp"
 #include "collector/runner/settle.hpp"
+#include "collector/runner/workload_user.hpp"
 #include "core/host_paths.hpp"
 #include "core/result.hpp"
 #include "workloads/workload.hpp"
@@ -77,6 +78,8 @@ struct RunPlan {
   std::filesystem::path cache_dir = "/var/cache/schedlab";
   IsolationMode isolation = IsolationMode::kAuto;
   std::optional<std::uint64_t> memory_limit_bytes;  // each repetition's memory cgroup limit; none: unlimited
+  // Under root, workloads that need no privilege run as this user (Workload::needs_root); "": as we are.
+  std::string workload_user;
   SettlePolicy settle;
   DiagnosticsPlan diagnostics;
   TrialEnvironmentFactory environment;  // a runtime configuration around every trial; none: as found
@@ -98,12 +101,14 @@ class PreparedRun {
   const std::vector<PreparedInstance>& instances() const { return instances_; }
   const WorkloadContext& context() const { return context_; }
   const HostPaths& paths() const { return paths_; }
+  const std::optional<WorkloadUser>& workload_user() const { return workload_user_; }
 
  private:
   RunPlan plan_;
   HostPaths paths_;
   WorkloadContext context_;
   std::vector<PreparedInstance> instances_;
+  std::optional<WorkloadUser> workload_user_;  // resolved when we are root and one was asked for
 };
 
 struct RunOutcome {

@@ -11,6 +11,7 @@
 #include "collector/perf/pfm.hpp"
 #include "collector/runner/memory_limit.hpp"
 #include "collector/runner/runner.hpp"
+#include "collector/runner/workload_user.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/host_paths.hpp"
@@ -39,7 +40,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kCampaignKeys = {
     "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
     "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "recipes", "boot", "runtime_configurations",
-    "memory_limit",
+    "memory_limit", "workload_user",
     // a target campaign (CampaignTarget)
     "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
 const std::set<std::string> kChangesKeys = {"detect", "confirm", "budget", "alpha", "min_effect"};
@@ -542,6 +543,16 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
   };
   seconds("timeout_s", c.timeout_s, false);
   seconds("settle_timeout_s", c.settle_timeout_s, true);
+  if (auto v = r.string(t, p, "workload_user")) {
+    if (*v != "root") {
+      try {
+        resolve_workload_user(*v, "no user");
+      } catch (const InputError&) {
+        r.fail(*t.get("workload_user"), p + "workload_user", "no user '" + *v + "' on this machine");
+      }
+    }
+    c.workload_user = *v;
+  }
   if (auto v = r.string(t, p, "memory_limit")) {
     try {
       c.memory_limit_bytes = parse_memory_size(*v, "");

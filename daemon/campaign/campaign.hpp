@@ -89,6 +89,8 @@ struct Campaign {
   bool profile = false;
   double timeout_s = 120;        // per repetition
   double settle_timeout_s = 10;  // longest wait for a quiet machine before each step (`run --settle-timeout`)
+  // When the daemon runs as root, what workloads that need no privilege run as (`run --workload-user`).
+  std::string workload_user = "nobody";
   std::optional<std::uint64_t>
       memory_limit_bytes;  // each repetition's (`run --memory-limit`); none: unlimited
   ExporterSettings exporter;

@@ -157,6 +157,13 @@ std::map<std::string, std::map<std::string, std::string>> FairnessWorkload::quic
   return {{"fairness", {{"nices", "0,5"}, {"duration_s", "1"}}}};
 }
 
+std::string FairnessWorkload::needs_root(const ParamValues& params, const WorkloadContext& ctx) const {
+  const auto text = params.at("nices").get<std::string>();
+  for (const int nice : fairness::parse_nices(text, "fairness.nices"))
+    if (nice < 0) return "nices=" + text + ": a negative nice value needs CAP_SYS_NICE";
+  return Workload::needs_root(params, ctx);
+}
+
 void FairnessWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
   const auto o = options_from(params);
   if (o.placement == Placement::kSameThread || o.placement == Placement::kUnpinned)
