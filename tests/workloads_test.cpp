@@ -42,20 +42,25 @@ TEST(Registry, UnknownWorkloadNamesTheKnownOnes) {
 }
 
 // RELIABILITY.md, security: what needs root is decided by the parameters. The workloads the issue names
-// (kernbench, tbench, chat, yield) need none at their defaults; a real-time policy or a negative nice
-// does, and says why.
+// (kernbench, tbench, chat, yield) need none at their defaults; a real-time policy, a negative nice or
+// wakeup's /dev/cpu_dma_latency request does, and says why.
 TEST(Privilege, OnlyARealTimePolicyOrANegativeNiceNeedsRoot) {
   const WorkloadContext ctx;
   const auto why = [&](const std::string& name, const std::map<std::string, std::string>& given) {
     auto w = make_workload(name);
     return w->needs_root(resolve_params(name, w->params(), given), ctx);
   };
-  for (const auto* name : {"yield", "kernbench", "tbench", "chat", "wakeup", "fairness", "micro"})
+  for (const auto* name :
+       {"yield", "kernbench", "tbench", "chat", "fairness", "micro", "sdet", "groups", "requests"})
     EXPECT_EQ(why(name, {}), "") << name;
+  // The latency workload holds a /dev/cpu_dma_latency request by default (the device is root's, 0600).
+  EXPECT_EQ(why("wakeup", {}), "cpu_dma_latency=hold: /dev/cpu_dma_latency is root's");
+  EXPECT_EQ(why("wakeup", {{"cpu_dma_latency", "off"}}), "");
   EXPECT_EQ(why("yield", {{"policy", "fifo:10"}}), "policy=fifo:10: a real-time policy needs CAP_SYS_NICE");
   EXPECT_EQ(why("yield", {{"policy", "batch"}, {"nice", "5"}}), "");
   EXPECT_EQ(why("kernbench", {{"nice", "-5"}}), "nice=-5: a negative nice value needs CAP_SYS_NICE");
-  EXPECT_EQ(why("wakeup", {{"load_nice", "-1"}}), "load_nice=-1: a negative nice value needs CAP_SYS_NICE");
+  EXPECT_EQ(why("wakeup", {{"cpu_dma_latency", "off"}, {"load_nice", "-1"}}),
+            "load_nice=-1: a negative nice value needs CAP_SYS_NICE");
   EXPECT_EQ(why("fairness", {{"nices", "-5,0"}}), "nices=-5,0: a negative nice value needs CAP_SYS_NICE");
   EXPECT_EQ(why("fairness", {{"nices", "0,5"}}), "");
 }

@@ -217,6 +217,13 @@ std::map<std::string, std::map<std::string, std::string>> WakeupWorkload::quick_
            {{"duration_s", "1"}, {"nice", "19"}, {"load", "kernbench"}, {"load_nice", "10"}}}};
 }
 
+std::string WakeupWorkload::needs_root(const ParamValues& params, const WorkloadContext& ctx) const {
+  // A latency measured with the CPUs free to enter deep C-states is another measurement, not a lesser one.
+  if (params.at("cpu_dma_latency").get<std::string>() == "hold")
+    return "cpu_dma_latency=hold: /dev/cpu_dma_latency is root's";
+  return Workload::needs_root(params, ctx);
+}
+
 void WakeupWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
   auto o = options_from(params);
   if (o.placement == Placement::kSameThread)

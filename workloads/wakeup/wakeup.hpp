@@ -18,6 +18,7 @@ class WakeupWorkload : public Workload {
   void validate(const ParamValues& params, const WorkloadContext& ctx) const override;
   WorkloadResult run(const ParamValues& params, const WorkloadContext& ctx) override;
   std::vector<int> cpus(const ParamValues& params, const WorkloadContext& ctx) const override;
+  std::string needs_root(const ParamValues& params, const WorkloadContext& ctx) const override;
 };
 
 }  // namespace schedlab
