@@ -59,4 +59,14 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   }
 }
 
+std::string why_not_a_file_name_word(std::string_view word) {
+  if (word.empty()) return "is empty";
+  if (word.front() == '.') return "starts with '.'";
+  for (const char c : word) {
+    if (c == '/') return "contains '/'";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  return {};
+}
+
 }  // namespace schedlab

@@ -71,6 +71,9 @@ BzImageHeader read_bzimage_header(const fs::path& image) {
   h.version = head.substr(at, end == std::string::npos ? std::string::npos : end - at);
   h.release = h.version.substr(0, h.version.find(' '));
   if (h.release.empty()) throw InputError(image.string() + ": the kernel image's version string is empty");
+  // The release names its files in the cache and in /boot.
+  if (const auto why = why_not_a_file_name_word(h.release); !why.empty())
+    throw InputError(image.string() + ": the kernel image's release '" + h.release + "' " + why);
   return h;
 }
 

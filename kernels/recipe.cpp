@@ -256,7 +256,13 @@ void apply(const Reader& r, Recipe& out) {
     auto type = r.string("source", "type").value_or(has_base ? kind_name(inherited) : "package");
     check_keys_of_type(r, type);
     auto keep_or = [&](const std::string& key, std::string& field) {
-      if (auto v = r.string("source", key)) field = *v;
+      if (auto v = r.string("source", key)) {
+        // Package, version and release name files in the kernel cache and in /boot: one plain word each,
+        // so a recipe from elsewhere cannot lead a write out of them.
+        if (const auto why = why_not_a_file_name_word(*v); !why.empty())
+          r.fail(*r.table("source")->get(key), "[source] " + key, "'" + *v + "' " + why);
+        field = *v;
+      }
       if (field.empty()) (void)r.required_string("source", key);  // the error naming the key
     };
     if (type == "package") {

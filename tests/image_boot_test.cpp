@@ -12,6 +12,7 @@
 
 #include "boot_util.hpp"
 #include "cli_util.hpp"
+#include "core/error.hpp"
 #include "core/host_paths.hpp"
 #include "kernels/image_kernel.hpp"
 #include "kernels/process.hpp"
@@ -143,6 +144,24 @@ TEST_F(ImageBoot, AKernelDebInstallsTheSameImageAndANonKernelIsRefused) {
   const auto header = kernels::read_bzimage_header(root / "boot" / ("vmlinuz-" + release));
   EXPECT_EQ(header.release, release);
   EXPECT_NE(header.version.find("Debian " + debian.package.version), std::string::npos) << header.version;
+
+  // RELIABILITY.md, paths: the release names the image's files in the cache and in /boot, so the same image
+  // with a version string that leads elsewhere is refused.
+  auto bytes = testing::slurp(root / "boot" / ("vmlinuz-" + release));
+  const std::size_t at =
+      (static_cast<unsigned char>(bytes.at(0x20E)) | static_cast<unsigned char>(bytes.at(0x20F)) << 8) +
+      0x200U;
+  const std::string hostile = "../../etc/cron.d/x ";
+  bytes.replace(at, hostile.size(), hostile);
+  std::ofstream(recipes / "hostile-vmlinuz", std::ios::binary) << bytes;
+  try {
+    kernels::read_bzimage_header(recipes / "hostile-vmlinuz");
+    ADD_FAILURE() << "a release of '../../etc/cron.d/x' was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the kernel image's release '../../etc/cron.d/x' starts with '.'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

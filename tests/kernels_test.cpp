@@ -1,9 +1,11 @@
 // kernels/: recipes, config checks, apt output, the module closure, the lab backends' commands and
 // the process runner. Nothing here downloads or boots (kernel_boot_test does).
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "core/atomic_file.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -143,6 +145,31 @@ TEST(Recipes, ErrorsNameFileLineAndKey) {
             std::string::npos);
   EXPECT_NE(error_of([&] { load_recipe(dir.path(), "nosuch"); }).find("unknown kernel recipe 'nosuch'"),
             std::string::npos);
+}
+
+// RELIABILITY.md, paths: a recipe from another user cannot lead a write out of the kernel cache or /boot,
+// where its package, version and release name directories and files.
+TEST(Recipes, APackageVersionOrReleaseThatIsNotOnePlainWordIsRefused) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"package = \"../../../tmp/x\"\nversion = \"1\"\nrelease = \"r\"",
+       "[source] package: '../../../tmp/x' starts with '.'"},
+      {"package = \"linux-image\"\nversion = \"1/../../x\"\nrelease = \"r\"",
+       "[source] version: '1/../../x' contains '/'"},
+      {"package = \"linux-image\"\nversion = \"1\"\nrelease = \"..\"",
+       "[source] release: '..' starts with '.'"},
+      {"package = \"linux-image\"\nversion = \"1\"\nrelease = \"6.1\\n\"",
+       "[source] release: '6.1\n' contains a control character"},
+  };
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    const auto name = "r" + std::to_string(i);
+    write(dir.path() / (name + ".toml"), "[source]\n" + bad[i].first + "\n");
+    const auto error = error_of([&] { load_recipe(dir.path(), name); });
+    EXPECT_NE(error.find(name + ".toml:"), std::string::npos) << error;
+    EXPECT_NE(error.find(bad[i].second), std::string::npos) << error;
+  }
+  EXPECT_EQ(why_not_a_file_name_word("6.12.57+deb13-amd64"), "");
+  EXPECT_EQ(why_not_a_file_name_word("linux-image-6.1.0-28-amd64_6.1.119-1"), "");
 }
 
 TEST(Recipes, RepinRewritesOnlyThePinAndKeepsComments) {
