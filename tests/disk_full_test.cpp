@@ -328,6 +328,10 @@ TEST(DaemonDiskFullCampaign, BadSettingsNameTheFileAndTheKey) {
   EXPECT_NE(o.out.find(file + ":7: [campaign] disk_full_retry: "), std::string::npos) << o.out;
   o = check("on_disk_full = \"wait\"\ndisk_full_retry = \"2m30s\"\n");
   EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("on a full disk: wait, looking again every 150 s"), std::string::npos) << o.out;
+  o = check("on_disk_full = \"stop\"\n");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("on a full disk: stop (exit 73)"), std::string::npos) << o.out;
 }
 
 }  // namespace
