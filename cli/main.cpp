@@ -28,6 +28,7 @@
 #include "collector/sysinfo/sysinfo.hpp"
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
+#include "core/disk_full.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/summary.hpp"
@@ -660,6 +661,11 @@ int run_cli(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "schedlab: " << e.what() << "\n";
     return kExitBadInput;
+  } catch (const SystemError& e) {
+    // A full disk has its own status: the daemon waits for space (or stops) instead of recording a
+    // step that could not write its bundle as failed.
+    std::cerr << "schedlab: " << e.what() << "\n";
+    return is_disk_full(e.code()) ? kExitDiskFull : kExitFailed;
   } catch (const std::exception& e) {
     std::cerr << "schedlab: " << e.what() << "\n";
     return kExitFailed;

@@ -1,6 +1,7 @@
 #include "daemon/daemon.hpp"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
+#include "core/disk_full.hpp"
 #include "core/error.hpp"
 #include "core/file_lock.hpp"
 #include "daemon/campaign/campaign.hpp"
@@ -32,6 +34,30 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kStopGraceSeconds = 3.0;  // SIGTERM to the step, then SIGKILL: within systemd's 5 s
+
+// Thrown out of the run when the disk is full and the campaign says on_disk_full = "stop": run_daemon
+// turns it into kExitDiskFull, which the unit does not restart on.
+struct StopForFullDisk {};
+
+// Free space where `path` lives (its nearest existing ancestor's file system): bytes and inodes
+// available to an unprivileged writer. Zeros when statvfs fails.
+struct FreeSpace {
+  std::uint64_t bytes = 0, inodes = 0;
+  bool more_than(const FreeSpace& o) const { return bytes > o.bytes || inodes > o.inodes; }
+};
+FreeSpace free_space(fs::path path) {
+  std::error_code ec;
+  while (!path.empty() && path != path.root_path() && !fs::exists(path, ec)) path = path.parent_path();
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) return {};
+  return {static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize, static_cast<std::uint64_t>(st.f_favail)};
+}
+
+// The store's file from its URL ("sqlite:///var/lib/schedlab/store.db", or a plain path).
+fs::path store_file(const std::string& url) {
+  const std::string scheme = "sqlite://";
+  return url.rfind(scheme, 0) == 0 ? fs::path(url.substr(scheme.size())) : fs::path(url);
+}
 
 // The step's bundle: the one file under the attempt directory that loads as a bundle.
 std::optional<fs::path> find_bundle(const fs::path& dir) {
@@ -129,6 +155,7 @@ class Daemon {
     if (!campaign_.exporter.listen.empty() || !campaign_.exporter.pushgateway.empty())
       exporter_ = std::make_unique<Exporter>(campaign_.exporter);
     if (options.pause_at == "store-write") store_->set_commit_hook([this] { pause("store-write"); });
+    if (exporter_) exporter_->set_disk_paths({campaign_.output.string(), store_file_.string()});
   }
 
   int run() {
@@ -198,7 +225,7 @@ class Daemon {
       run = store_->begin_run(campaign_.name, campaign_.content_hash, "",
                               static_cast<int>(expand_plan(campaign_).size()));
     }
-    const bool complete = execute(*run);
+    const bool complete = execute_through_full_disk(*run);
     set_state(DaemonState::kStopping);
     if (!complete) {
       log_.info("stopped before the plan's end; the next start resumes it");
@@ -262,7 +289,7 @@ class Daemon {
     while (!stopping()) {
       if (auto run = resumable_run()) {
         log_.info(fmt::format("resuming run {} (scheduled for {})", run->id, run->scheduled_for));
-        if (!execute(*run)) break;
+        if (!execute_through_full_disk(*run)) break;
         continue;
       }
       const auto now = std::chrono::system_clock::now();
@@ -271,7 +298,7 @@ class Daemon {
         auto run = store_->begin_run(campaign_.name, campaign_.content_hash, format_utc_timestamp(*due),
                                      static_cast<int>(expand_plan(campaign_).size()));
         log_.info(fmt::format("run {} for the elapse at {}", run.id, run.scheduled_for));
-        if (!execute(run)) break;
+        if (!execute_through_full_disk(run)) break;
         continue;
       }
       auto next = next_elapse(*campaign_.schedule, now);
@@ -290,6 +317,103 @@ class Daemon {
     set_state(DaemonState::kStopping);
     log_.info("stopped");
     return 0;
+  }
+
+  // execute(), through a full disk: a write refused for want of space (the step's bundle, the store, the
+  // daemon's own files) leaves its step unrecorded, and the daemon waits for space and tries again, or
+  // stops, as the campaign's on_disk_full says. False when stopped by a signal while waiting.
+  bool execute_through_full_disk(const CampaignRun& run) {
+    for (;;) {
+      try {
+        const bool complete = execute(run);
+        if (complete) space_is_back("the run's end");
+        return complete;
+      } catch (const DiskFullError& e) {
+        if (!wait_for_space(run, e.file(), e.what())) return false;
+      } catch (const SystemError& e) {
+        if (!is_disk_full(e.code())) throw;
+        if (!wait_for_space(run, campaign_.output, e.what()))
+          return false;  // the daemon's own files live there
+      }
+    }
+  }
+
+  // Where a refused write lands, as the log and schedlab_daemon_disk_full name it: the output directory
+  // for anything under it (bundles, attempts, the daemon's state files), the store's file, or the file.
+  fs::path disk_of(const fs::path& file) const {
+    const auto rel = file.lexically_relative(campaign_.output);
+    if (!rel.empty() && *rel.begin() != "..") return campaign_.output;
+    return file;
+  }
+
+  // The disk is full at `file` (`what`: the refused write). "stop": logs why and stops (kExitDiskFull).
+  // "wait": logs once that the daemon waits (schedlab_daemon_disk_full{path} 1), then every
+  // disk_full_retry checks the space; when it tries again, it sets the unrecorded step aside (its attempt
+  // kept as *.discarded, the step pending again) and returns true to run the plan on. False when a signal
+  // stopped the daemon while it waited.
+  bool wait_for_space(const CampaignRun& run, const fs::path& file, const std::string& what) {
+    const fs::path path = disk_of(file);
+    FreeSpace at_failure = free_space(path);
+    if (campaign_.on_disk_full == OnDiskFull::kStop) {
+      log_.error(fmt::format(
+          "disk full: {} has {} bytes free ({}); on_disk_full = \"stop\": the daemon stops (exit {}) with "
+          "nothing half-recorded. Free space and start it again: the step that could not be written runs "
+          "again",
+          path.string(), at_failure.bytes, what, kExitDiskFull));
+      set_state(DaemonState::kStopping);
+      throw StopForFullDisk{};
+    }
+    // One wait from the first refused write to the first write that goes through; the output directory and
+    // the store may take turns being refused in it (on one file system), each logged once.
+    const bool newly = !disk_wait_;
+    if (newly) disk_wait_ = DiskWait{path, std::chrono::steady_clock::now(), {}};
+    disk_wait_->path = path;
+    if (disk_wait_->logged.insert(path).second)
+      log_.warning(fmt::format(
+          "disk full: {} has {} bytes free ({}); on_disk_full = \"wait\": nothing of the step is recorded, "
+          "and the daemon tries again every {:g} s once space is freed",
+          path.string(), at_failure.bytes, what, campaign_.disk_full_retry_s));
+    else
+      log_.debug(
+          fmt::format("disk still full: {} has {} bytes free ({})", path.string(), at_failure.bytes, what));
+    if (exporter_) exporter_->set_disk_full(path.string());
+    set_state(DaemonState::kIdle);
+    // The first check of a new wait tries again whatever the space (it may have been freed before it was
+    // measured); later ones only once there is more than at the last failure: a step is not rerun in vain
+    // every disk_full_retry, leaving an attempt each time.
+    for (bool retry_anyway = newly;; retry_anyway = false) {
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(campaign_.disk_full_retry_s);
+      while (!stopping() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (stopping()) return false;
+      const FreeSpace now = free_space(path);
+      if (!retry_anyway && !now.more_than(at_failure)) {
+        log_.debug(fmt::format("disk still full: {} has {} bytes free", path.string(), now.bytes));
+        continue;
+      }
+      try {
+        discard_running_steps(run, "its result could not be written: disk full");
+        return true;
+      } catch (const SystemError& e) {
+        if (!is_disk_full(e.code())) throw;
+        at_failure = free_space(path);
+        log_.debug(fmt::format("disk still full: {} has {} bytes free ({})", path.string(), at_failure.bytes,
+                               e.what()));
+      }
+    }
+  }
+
+  // A write went through after the daemon waited for space: it says so, once, and /metrics goes back to 0.
+  void space_is_back(const std::string& what) {
+    if (!disk_wait_) return;
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - disk_wait_->since).count();
+    log_.info(fmt::format(
+        "disk space is back: {} has {} bytes free; {} recorded: resumed after {:.0f} s of waiting",
+        disk_wait_->path.string(), free_space(disk_wait_->path).bytes, what, waited));
+    disk_wait_.reset();
+    if (exporter_) exporter_->set_disk_full("");
   }
 
   // Runs the plan's unfinished steps. True when the plan is complete (the run is then ended).
@@ -479,7 +603,13 @@ class Daemon {
                                kept.string()));
     }
     create_durable_directories(attempt_dir);
-    store_->begin_step(run.id, step.index, step.key, attempt_dir);
+    try {
+      store_->begin_step(run.id, step.index, step.key, attempt_dir);
+    } catch (const std::exception&) {  // a full store, say: the attempt never began, so its directory goes
+      std::error_code ec;
+      fs::remove(attempt_dir, ec);  // empty: only a directory nothing was written in
+      throw;
+    }
     set_state(on_running_kernel(step.configuration) ? DaemonState::kRunning : DaemonState::kBooting);
     if (exporter_) {
       exporter_->set_current_step(step.key, step.index, static_cast<int>(total));
@@ -501,6 +631,13 @@ class Daemon {
     // A staging that failed after writing its state (kexec -l refused the kernel, say): no reboot
     // comes, and nothing may resume it later.
     if (staged) fs::remove(attempt_dir / kBootStateFile);
+    // The step could not write its bundle for want of space: not a failed step, an unrecorded one (the
+    // step stays running in the store until the wait sets its attempt aside).
+    if (exit.exit_code == kExitDiskFull && !find_bundle(attempt_dir))
+      throw DiskFullError(
+          fmt::format("step {} could not write its bundle (exit {}): {}", step.key, exit.exit_code,
+                      trim(kernels::last_lines(read_text(attempt_dir / "step.log").value_or(""), 1))),
+          ENOSPC, attempt_dir);
     return record_outcome(run, step, attempt_dir, exit, "step.log");
   }
 
@@ -578,6 +715,7 @@ class Daemon {
 
   void fail_step(const CampaignRun& run, const std::string& key, const std::string& why) {
     store_->end_step(run.id, key, StepStatus::kFailed, std::nullopt, nullptr, why);
+    space_is_back("step " + key + " (failed)");
     if (exporter_) exporter_->count_step_failed();
     log_.error("step " + key + " failed: " + why);
   }
@@ -603,6 +741,7 @@ class Daemon {
       }
     store_->end_step(run.id, step.key, StepStatus::kFinished, fs::absolute(*bundle_path), &bundle,
                      failed + timed_out ? fmt::format("{} failed, {} timed out", failed, timed_out) : "");
+    space_is_back("step " + step.key);
     if (exporter_) {
       exporter_->count_step_recorded(bundle);
       // The step is committed: an exporter error costs its series (logged, counted on /metrics), not the
@@ -655,6 +794,14 @@ class Daemon {
   // Runs this process executed (a run ahead of the clock among them means the clock went back).
   std::set<std::int64_t> runs_here_;
   std::int64_t clock_back_logged_ = 0;
+  fs::path store_file_ = store_file(campaign_.store_url);
+  // While the daemon waits for space (on_disk_full = "wait"): where, and since when.
+  struct DiskWait {
+    fs::path path;  // of the latest refused write
+    std::chrono::steady_clock::time_point since;
+    std::set<fs::path> logged;  // paths whose refusal the log has told
+  };
+  std::optional<DiskWait> disk_wait_;
 };
 
 }  // namespace
@@ -664,8 +811,25 @@ int run_daemon(const DaemonOptions& options) {
   // The binary's own path, not /proc/self/exe: the step's command line in `ps` and the log says what runs.
   std::error_code ec;
   if (auto self = fs::read_symlink(options.schedlab_binary, ec); !ec) resolved.schedlab_binary = self;
-  Daemon daemon(resolved, load_campaign(options.config));
-  return daemon.run();
+  const Campaign campaign = load_campaign(options.config);
+  const bool stop_on_full = campaign.on_disk_full == OnDiskFull::kStop;
+  try {
+    Daemon daemon(resolved, campaign);
+    return daemon.run();
+  } catch (const StopForFullDisk&) {
+    return kExitDiskFull;  // logged where it was found
+  } catch (const SystemError& e) {
+    // A full disk outside a run's steps (at start-up: the lock's pid file, the store's schema; a run's
+    // first row): no step to set aside. "wait" leaves the retry to the unit (exit 75: restarted after
+    // RestartSec), "stop" stops.
+    if (!is_disk_full(e.code())) throw;
+    Log(options.log_level)
+        .error(fmt::format("disk full outside a step ({}); on_disk_full = \"{}\": exit {}", e.what(),
+                           stop_on_full ? "stop" : "wait",
+                           stop_on_full ? fmt::format("{}, not restarted by the unit", kExitDiskFull)
+                                        : fmt::format("{}, which the unit restarts on", kExitDaemonFailed)));
+    return stop_on_full ? kExitDiskFull : kExitDaemonFailed;
+  }
 }
 
 }  // namespace schedlab

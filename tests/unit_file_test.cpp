@@ -223,14 +223,15 @@ TEST(UnitFile, RunsTheCampaignDaemonAndStopsCleanly) {
 
 // #30.2: systemd restarts the daemon when it failed (a signal, or the exit status of the daemon's
 // own failure, here a store it cannot open), and never when a once run is final: exit 1 (finished
-// with failed steps) or 2 (bad input, or the campaign run by another daemon already).
+// with failed steps) or 2 (bad input, or the campaign run by another daemon already), nor when it stopped
+// on a full disk as its campaign said (73: a restart would find the disk full again).
 TEST(UnitFile, RestartsTheDaemonOnItsOwnFailureAndNeverOnAFinishedRun) {
   const auto unit = Unit::parse(testing::slurp(kUnit));
   EXPECT_EQ(unit.get("Restart"), "on-failure");
   std::set<std::string> prevented;
   std::istringstream words(unit.get("RestartPreventExitStatus"));
   for (std::string w; words >> w;) prevented.insert(w);
-  EXPECT_EQ(prevented, (std::set<std::string>{"1", "2"}));
+  EXPECT_EQ(prevented, (std::set<std::string>{"1", "2", "73"}));
   testing::TempDir dir;
   testing::spit(dir.path() / "not-a-directory", "");
   testing::spit(dir.path() / "c.toml", "[campaign]\nname = \"x\"\nschedule = \"once\"\nstore = \"sqlite://" +

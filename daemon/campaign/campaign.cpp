@@ -40,7 +40,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kCampaignKeys = {
     "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
     "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "recipes", "boot", "runtime_configurations",
-    "memory_limit", "workload_user",
+    "memory_limit", "workload_user", "on_disk_full", "disk_full_retry",
     // a target campaign (CampaignTarget)
     "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
 const std::set<std::string> kChangesKeys = {"detect", "confirm", "budget", "alpha", "min_effect"};
@@ -559,6 +559,30 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
     } catch (const InputError& e) {
       r.fail(*t.get("memory_limit"), p + "memory_limit", e.what());
     }
+  }
+  if (auto v = r.string(t, p, "on_disk_full")) {
+    if (*v == "wait")
+      c.on_disk_full = OnDiskFull::kWait;
+    else if (*v == "stop")
+      c.on_disk_full = OnDiskFull::kStop;
+    else
+      r.fail(*t.get("on_disk_full"), p + "on_disk_full", "'" + *v + "': expected \"wait\" or \"stop\"");
+  }
+  if (const toml::node* v = t.get("disk_full_retry")) {
+    if (v->is_number())
+      c.disk_full_retry_s =
+          v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
+    else if (v->is_string())
+      try {
+        c.disk_full_retry_s = parse_duration(v->as_string()->get(), "disk_full_retry");
+      } catch (const InputError& e) {
+        r.fail(*v, p + "disk_full_retry", e.what());
+      }
+    else
+      r.fail(*v, p + "disk_full_retry", "expected a duration such as \"60s\" or a number of seconds");
+    if (!(c.disk_full_retry_s > 0)) r.fail(*v, p + "disk_full_retry", "must be a positive duration");
+    if (c.on_disk_full == OnDiskFull::kStop)
+      r.fail(*v, p + "disk_full_retry", "retries only while waiting: contradicts on_disk_full = \"stop\"");
   }
   read_target(r, t, p, c);
 }

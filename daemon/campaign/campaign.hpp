@@ -15,6 +15,11 @@ namespace schedlab {
 
 enum class CampaignOrder { kInterleaved, kBlocked };
 
+// [campaign] on_disk_full: what the daemon does when a write is refused because its disk is full (a
+// step's bundle, the store, the daemon's own files): wait and try again every disk_full_retry, or stop
+// (exit kExitDiskFull, core/disk_full.hpp, which the unit does not restart on).
+enum class OnDiskFull { kWait, kStop };
+
 struct ExporterSettings {
   std::string listen = "127.0.0.1:9464";  // "" turns the exposer off
   std::string pushgateway;                // "" : no push
@@ -93,6 +98,8 @@ struct Campaign {
   std::string workload_user = "nobody";
   std::optional<std::uint64_t>
       memory_limit_bytes;  // each repetition's (`run --memory-limit`); none: unlimited
+  OnDiskFull on_disk_full = OnDiskFull::kWait;
+  double disk_full_retry_s = 60;  // [campaign] disk_full_retry: "60s", "5m" or a number of seconds
   ExporterSettings exporter;
   ChangeSettings changes;
   std::vector<CampaignWorkload> workloads;

@@ -54,6 +54,9 @@ std::string format_campaign_check(const Campaign& c, const std::vector<CampaignS
                      : events.empty() ? "default set"
                                       : events,
                      c.profile ? "on" : "off", c.timeout_s);
+  out += c.on_disk_full == OnDiskFull::kStop
+             ? std::string("on a full disk: stop (exit 73)\n")
+             : fmt::format("on a full disk: wait, looking again every {:g} s\n", c.disk_full_retry_s);
   out += fmt::format("exporter {}{}\n", c.exporter.listen.empty() ? "off" : c.exporter.listen,
                      c.exporter.pushgateway.empty() ? "" : ", pushing to " + c.exporter.pushgateway);
 

@@ -301,6 +301,15 @@ struct Exporter::Impl {
           .Help("When the next campaign run is scheduled, in seconds since the epoch; absent when none is")
           .Register(*registry);
   prometheus::Gauge* next_run_series = nullptr;
+  // A gauge per path the daemon writes, 1 while it waits for space there ([campaign] on_disk_full).
+  prometheus::Family<prometheus::Gauge>& disk_full =
+      prometheus::BuildGauge()
+          .Name("schedlab_daemon_disk_full")
+          .Help(
+              "1 while the daemon waits for space on the file system of this path (its output directory, "
+              "its store), a write there having been refused: ENOSPC or EDQUOT; 0 otherwise")
+          .Register(*registry);
+  std::map<std::string, prometheus::Gauge*> disk_full_series;
   prometheus::Counter& started = step_counter("started", "Steps started");
   prometheus::Counter& finished =
       step_counter("finished", "Steps ended, whatever their outcome: recorded with a bundle, or failed");
@@ -440,6 +449,20 @@ void Exporter::set_next_run(std::optional<std::chrono::system_clock::time_point>
     impl_->next_run_series = &impl_->next_run.Add({});
     impl_->next_run_series->Set(std::chrono::duration<double>(when->time_since_epoch()).count());
   }
+}
+
+void Exporter::set_disk_paths(const std::vector<std::string>& paths) {
+  std::lock_guard lock(impl_->mutex);
+  for (const auto& path : paths)
+    if (!impl_->disk_full_series.count(path))
+      impl_->disk_full_series[path] = &impl_->disk_full.Add({{"path", path}});
+}
+
+void Exporter::set_disk_full(const std::string& path) {
+  std::lock_guard lock(impl_->mutex);
+  if (!path.empty() && !impl_->disk_full_series.count(path))
+    impl_->disk_full_series[path] = &impl_->disk_full.Add({{"path", path}});
+  for (auto& [p, gauge] : impl_->disk_full_series) gauge->Set(p == path ? 1 : 0);
 }
 
 void Exporter::set_plan_steps(int total) {

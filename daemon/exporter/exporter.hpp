@@ -30,6 +30,11 @@ class Exporter {
   void set_current_step(const std::string& step_key, int index, int total);  // "" when none
   void set_plan_steps(int total);  // the plan's size, from start-up (before any step)
   void set_next_run(std::optional<std::chrono::system_clock::time_point> when);
+  // schedlab_daemon_disk_full{path}: the paths the daemon writes (its output directory, its store's
+  // file), each 0 from start-up; set_disk_full(PATH) puts PATH at 1 (added when not among them) and the
+  // others at 0 while the daemon waits for space there; "" puts them all back at 0.
+  void set_disk_paths(const std::vector<std::string>& paths);
+  void set_disk_full(const std::string& path);
   void count_started();
   // A step ended with its bundle recorded: finished, timed_out when a repetition timed out, and its
   // timed repetitions by status in schedlab_steps_repetitions_total.

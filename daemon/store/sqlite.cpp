@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/clock.hpp"
+#include "core/disk_full.hpp"
 #include "core/error.hpp"
 
 namespace schedlab::sql {
@@ -35,8 +36,14 @@ bool is_busy(int rc) {
 
 // A file that is not a database, or a damaged one, needs a person, not a restart: InputError (exit 2,
 // which the unit does not restart on) saying what to do. The index only is lost; the bundles are the record.
-[[noreturn]] void throw_store_error(sqlite3* db, const std::string& message) {
+// A full disk (SQLITE_FULL, or an I/O error whose errno is ENOSPC or EDQUOT) is DiskFullError naming the
+// file: the daemon waits for space or stops, as its campaign says; SQLite rolled the statement back.
+[[noreturn]] void throw_store_error(sqlite3* db, const std::filesystem::path& file,
+                                    const std::string& message) {
   const int rc = sqlite3_errcode(db) & 0xff;
+  if (rc == SQLITE_FULL || (rc == SQLITE_IOERR && is_disk_full(sqlite3_system_errno(db))))
+    throw DiskFullError(message, is_disk_full(sqlite3_system_errno(db)) ? sqlite3_system_errno(db) : ENOSPC,
+                        file);
   if (rc != SQLITE_NOTADB && rc != SQLITE_CORRUPT) throw Error(message);
   throw InputError(message +
                    " (the store is only an index: the bundles are intact; move this file aside and `schedlab "
@@ -61,7 +68,7 @@ Database::~Database() {
 }
 
 void Database::fail(const std::string& doing) const {
-  throw_store_error(db_, file_.string() + ": " + doing + ": " + sqlite3_errmsg(db_));
+  throw_store_error(db_, file_, file_.string() + ": " + doing + ": " + sqlite3_errmsg(db_));
 }
 
 void Database::check_still_the_file() {
@@ -94,7 +101,7 @@ void Database::exec(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string why = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
-    throw_store_error(db_, file_.string() + ": " + sql.substr(0, 60) + ": " + why);
+    throw_store_error(db_, file_, file_.string() + ": " + sql.substr(0, 60) + ": " + why);
   }
 }
 
