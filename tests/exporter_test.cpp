@@ -832,5 +832,59 @@ TEST(ExporterChangePoints, AScrapeSeesOneWholeList) {
   EXPECT_EQ(seen, (std::set<std::size_t>{3, 7})) << "the scrapes did not catch both lists";
 }
 
+// The daemon's thread and the exposer's: everything the daemon calls during a campaign (step, counters,
+// publishes that evict configurations, next run, instances, change points) while /metrics is scraped
+// without pause. Every scrape is whole, and the end state is the last call's. Its point is the
+// ThreadSanitizer stage (label tsan): a daemon test scrapes only every few hundred milliseconds.
+TEST(ExporterHttp, ScrapedWhileTheDaemonPublishesAndCounts) {
+  const Bundle b = load_bundle(kBundle);
+  Exporter e(local_settings());  // configurations_per_host = 3
+  std::atomic<bool> stop = false;
+  std::atomic<int> scrapes = 0, bad = 0;
+  std::thread scraper([&] {
+    while (!stop) {
+      const auto r = http_get(e.port(), "/metrics");
+      if (r.status != 200 || find_samples(parse_exposition(r.body), "schedlab_daemon_state").size() != 5)
+        ++bad;
+      ++scrapes;
+    }
+  });
+  std::set<std::string> instances;
+  for (const auto& in : b.instances) instances.insert(in.id);
+  const std::vector<std::string> configurations = {"c1", "c2", "c3", "c4", "c5"};
+  int rounds = 0;
+  for (; (rounds < 4 || scrapes < 50) && rounds < 5000; ++rounds) {  // scrapes during the calls
+    e.set_instances(instances);
+    e.set_plan_steps(static_cast<int>(configurations.size()));
+    for (std::size_t i = 0; i < configurations.size(); ++i) {
+      e.set_state(DaemonState::kRunning);
+      e.set_current_step("t1/" + configurations[i] + "/yield", static_cast<int>(i),
+                         static_cast<int>(configurations.size()));
+      e.count_started();
+      e.publish(b, configurations[i]);
+      e.count_step_recorded(b);
+      if (i == 0) e.count_step_failed();
+      e.set_change_points({change("suspected", "worse", "2026-11-0" + std::to_string(i + 1) + "T02:00:00Z")});
+    }
+    e.set_current_step("", 0, static_cast<int>(configurations.size()));
+    e.set_next_run(std::chrono::system_clock::now() + std::chrono::hours(1));
+    e.set_state(DaemonState::kIdle);
+  }
+  stop = true;
+  scraper.join();
+  EXPECT_GE(scrapes, 50);
+  EXPECT_EQ(bad, 0) << bad << " of " << scrapes << " scrapes failed or were not whole";
+  std::set<std::string> seen;
+  const auto samples = scrape(e);
+  for (const auto& s : samples)  // a change point's configuration is the change's own
+    if (s.name.rfind("schedlab_", 0) == 0 && s.name.rfind("schedlab_change_point", 0) != 0 &&
+        s.labels.count("configuration"))
+      seen.insert(s.labels.at("configuration"));
+  EXPECT_EQ(seen, (std::set<std::string>{"c3", "c4", "c5"}));
+  EXPECT_EQ(find_samples(samples, "schedlab_steps_started_total").at(0).value, rounds * 5.0);
+  EXPECT_EQ(find_samples(samples, "schedlab_daemon_step_info").size(), 0u);
+  EXPECT_EQ(find_samples(samples, "schedlab_daemon_next_run_timestamp_seconds").size(), 1u);
+}
+
 }  // namespace
 }  // namespace schedlab
