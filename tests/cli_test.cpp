@@ -21,6 +21,17 @@ using testing::files_in;
 using testing::schedlab;
 using testing::TempDir;
 
+// `schedlab run ARGS --out OUT`, which must succeed and write one bundle: that bundle, or nullopt after
+// saying why not.
+std::optional<Bundle> run_one_bundle(const std::string& args, const std::filesystem::path& out) {
+  const auto o = schedlab("run " + args + " --out " + out.string());
+  EXPECT_EQ(o.code, 0) << o.out;
+  const auto files = files_in(out);
+  EXPECT_EQ(files.size(), 1u) << o.out;
+  if (o.code != 0 || files.size() != 1) return std::nullopt;
+  return load_bundle(files[0]);
+}
+
 void expect_bad_input(const std::string& args, const std::string& message) {
   TempDir dir;
   auto out = dir.path() / "out";
@@ -62,14 +73,12 @@ TEST(Cli, BadInputIsOneClearLineExitTwoAndNothingWritten) {
 TEST(Cli, AWorkloadUserRunsWhatNeedsNoPrivilegeAndSaysWhyTheRestRunsAsRoot) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   TempDir dir;
-  auto o = schedlab(
-      "run --workload yield --repetitions 1 --no-counters --settle-timeout 0 --workload-user nobody "
-      "--param yield.yields=20000 --param 'yield.policy=[other,fifo:10]' --out " +
-      dir.path().string());
-  ASSERT_EQ(o.code, 0) << o.out;
-  const auto files = files_in(dir.path());
-  ASSERT_EQ(files.size(), 1u) << o.out;
-  const auto bundle = load_bundle(files[0]);
+  const auto ran = run_one_bundle(
+      "--workload yield --repetitions 1 --no-counters --settle-timeout 0 --workload-user nobody "
+      "--param yield.yields=20000 --param 'yield.policy=[other,fifo:10]'",
+      dir.path());
+  ASSERT_TRUE(ran);
+  const auto& bundle = *ran;
   ASSERT_EQ(bundle.instances.size(), 2u);
   for (const auto& in : bundle.instances) {
     ASSERT_EQ(in.repetitions.size(), 1u);
@@ -99,14 +108,12 @@ TEST(Cli, ShowRefusesABrokenBundleNamingIt) {
 // the run goes on and records it unsupported with its errno.
 TEST(Cli, AnEventThatEncodesButDoesNotOpenIsRecordedNotRefused) {
   TempDir dir;
-  auto o = schedlab(
-      "run --workload yield --repetitions 1 --settle-timeout 0 --param yield.yields=20000 "
-      "--event cycles:u --event perf::TASK-CLOCK --out " +
-      dir.path().string());
-  ASSERT_EQ(o.code, 0) << o.out;
-  const auto files = files_in(dir.path());
-  ASSERT_EQ(files.size(), 1u) << o.out;
-  const auto bundle = load_bundle(files[0]);
+  const auto ran = run_one_bundle(
+      "--workload yield --repetitions 1 --settle-timeout 0 --param yield.yields=20000 "
+      "--event cycles:u --event perf::TASK-CLOCK",
+      dir.path());
+  ASSERT_TRUE(ran);
+  const auto& bundle = *ran;
   const auto& counters = bundle.instances.at(0).repetitions.at(0).counters;
   const auto& cycles = counters.at("cycles:u");
   if (!cycles.ok()) {  // this VM: "PMU not available due to virtualization"
@@ -121,14 +128,12 @@ TEST(Cli, AnEventThatEncodesButDoesNotOpenIsRecordedNotRefused) {
 // --attribution adds a diagnostic repetition counted on the workload's cgroup, never a timed one.
 TEST(Cli, TimedRepetitionsCountOnTheCpusAndAttributionCountsTheCgroupApart) {
   TempDir dir;
-  auto o = schedlab(
-      "run --workload yield --repetitions 2 --settle-timeout 0 --param yield.yields=20000 "
-      "--param yield.placement=same-cpu --attribution cgroup --out " +
-      dir.path().string());
-  ASSERT_EQ(o.code, 0) << o.out;
-  const auto files = files_in(dir.path());
-  ASSERT_EQ(files.size(), 1u) << o.out;
-  const auto bundle = load_bundle(files[0]);
+  const auto ran = run_one_bundle(
+      "--workload yield --repetitions 2 --settle-timeout 0 --param yield.yields=20000 "
+      "--param yield.placement=same-cpu --attribution cgroup",
+      dir.path());
+  ASSERT_TRUE(ran);
+  const auto& bundle = *ran;
   const auto& in = bundle.instances.at(0);
   ASSERT_EQ(in.repetitions.size(), 2u);
   for (const auto& rep : in.repetitions) {

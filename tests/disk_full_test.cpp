@@ -311,27 +311,26 @@ TEST(DaemonDiskFullCampaign, BadSettingsNameTheFileAndTheKey) {
     return testing::schedlab("campaign check " + (dir.path() / "c.toml").string());
   };
   const std::string file = (dir.path() / "c.toml").string();
-  auto o = check("on_disk_full = \"retry\"\n");
-  EXPECT_EQ(o.code, 2) << o.out;
-  EXPECT_NE(o.out.find(file + ":6: [campaign] on_disk_full: 'retry': expected \"wait\" or \"stop\""),
-            std::string::npos)
-      << o.out;
-  o = check("disk_full_retry = \"soon\"\n");
-  EXPECT_EQ(o.code, 2) << o.out;
-  EXPECT_NE(o.out.find(file + ":6: [campaign] disk_full_retry: "), std::string::npos) << o.out;
-  o = check("disk_full_retry = 0\n");
-  EXPECT_EQ(o.code, 2) << o.out;
-  EXPECT_NE(o.out.find("[campaign] disk_full_retry: must be a positive duration"), std::string::npos)
-      << o.out;
-  o = check("on_disk_full = \"stop\"\ndisk_full_retry = \"5m\"\n");
-  EXPECT_EQ(o.code, 2) << o.out;
-  EXPECT_NE(o.out.find(file + ":7: [campaign] disk_full_retry: "), std::string::npos) << o.out;
-  o = check("on_disk_full = \"wait\"\ndisk_full_retry = \"2m30s\"\n");
-  EXPECT_EQ(o.code, 0) << o.out;
-  EXPECT_NE(o.out.find("on a full disk: wait, looking again every 150 s"), std::string::npos) << o.out;
-  o = check("on_disk_full = \"stop\"\n");
-  EXPECT_EQ(o.code, 0) << o.out;
-  EXPECT_NE(o.out.find("on a full disk: stop (exit 73)"), std::string::npos) << o.out;
+  struct Case {
+    std::string lines;
+    int code;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {"on_disk_full = \"retry\"\n", 2,
+       file + ":6: [campaign] on_disk_full: 'retry': expected \"wait\" or \"stop\""},
+      {"disk_full_retry = \"soon\"\n", 2, file + ":6: [campaign] disk_full_retry: "},
+      {"disk_full_retry = 0\n", 2, "[campaign] disk_full_retry: must be a positive duration"},
+      {"on_disk_full = \"stop\"\ndisk_full_retry = \"5m\"\n", 2, file + ":7: [campaign] disk_full_retry: "},
+      {"on_disk_full = \"wait\"\ndisk_full_retry = \"2m30s\"\n", 0,
+       "on a full disk: wait, looking again every 150 s"},
+      {"on_disk_full = \"stop\"\n", 0, "on a full disk: stop (exit 73)"},
+  };
+  for (const auto& c : cases) {
+    const auto o = check(c.lines);
+    EXPECT_EQ(o.code, c.code) << c.lines << o.out;
+    EXPECT_NE(o.out.find(c.said), std::string::npos) << c.lines << o.out;
+  }
 }
 
 }  // namespace
