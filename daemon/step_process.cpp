@@ -43,7 +43,11 @@ int kill_and_remove_cgroup(const fs::path& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec))
     if (it->is_directory()) dirs.push_back(it->path());
-  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) ::rmdir(d->c_str());
+  // A cgroup whose last process was just killed stays busy for a moment (the kernel is still taking
+  // its tasks out): without the wait, the next step found it and could not make its own (EEXIST).
+  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d)
+    for (int i = 0; i < 100 && ::rmdir(d->c_str()) != 0 && errno == EBUSY; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return killed;
 }
 
@@ -167,7 +171,12 @@ StepExit StepProcess::run(const std::vector<std::string>& argv, const fs::path& 
   fs::create_directories(marker_.parent_path());
   if (!cgroup_.empty()) {
     kill_and_remove_cgroup(cgroup_);  // a stale one of ours, should a previous step have left it
-    if (::mkdir(cgroup_.c_str(), 0755) != 0) throw SystemError("creating " + cgroup_.string(), errno);
+    // Still there after that wait: ours by its name, and empty, so the step takes it as it is.
+    if (::mkdir(cgroup_.c_str(), 0755) != 0) {
+      const int err = errno;
+      if (err != EEXIST || !read_text(cgroup_ / "cgroup.procs").value_or("x").empty())
+        throw SystemError("creating " + cgroup_.string(), err);
+    }
     write_file_atomic(marker_, "cgroup " + cgroup_.string() + "\n", true);
   }
   const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
