@@ -45,9 +45,7 @@ int kill_and_remove_cgroup(const fs::path& dir) {
     if (it->is_directory()) dirs.push_back(it->path());
   // A cgroup whose last process was just killed stays busy for a moment (the kernel is still taking
   // its tasks out): without the wait, the next step found it and could not make its own (EEXIST).
-  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d)
-    for (int i = 0; i < 100 && ::rmdir(d->c_str()) != 0 && errno == EBUSY; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) remove_cgroup_dir(*d, 2);
   return killed;
 }
 

@@ -90,10 +90,7 @@ int not_dying(const std::vector<pid_t>& pids) {
 class CgroupLeaf : public Isolation {
  public:
   explicit CgroupLeaf(std::filesystem::path dir) : dir_(std::move(dir)) {}
-  ~CgroupLeaf() override {
-    for (int i = 0; i < 50 && ::rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ~CgroupLeaf() override { remove_cgroup_dir(dir_, 1); }
   std::string mode() const override { return "cgroup"; }
   std::filesystem::path cgroup_dir() const override { return dir_; }
   void adopt(pid_t pid) override { write_file(dir_ / "cgroup.procs", std::to_string(pid)); }
@@ -170,6 +167,15 @@ int kill_cgroup_tree(const std::filesystem::path& dir, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return inside;
+}
+
+bool remove_cgroup_dir(const std::filesystem::path& dir, double timeout_s) {
+  const double until = monotonic_seconds() + timeout_s;
+  while (::rmdir(dir.c_str()) != 0) {
+    if (errno != EBUSY || monotonic_seconds() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 IsolationMode parse_isolation_mode(const std::string& text) {

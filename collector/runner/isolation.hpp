@@ -47,6 +47,10 @@ std::filesystem::path own_cgroup_dir(const HostPaths& paths, std::string& why);
 // passed. Returns how many processes were inside. A missing directory is 0.
 int kill_cgroup_tree(const std::filesystem::path& dir, double timeout_s);
 
+// Removes the (empty) cgroup directory `dir`, waiting up to `timeout_s` while the kernel still reports it
+// busy (EBUSY: a group whose last process was just killed or reaped). False when it is still there.
+bool remove_cgroup_dir(const std::filesystem::path& dir, double timeout_s);
+
 // All live descendants of `ancestor` (from /proc), children before grandchildren.
 std::vector<pid_t> descendants_of(pid_t ancestor, const HostPaths& paths = HostPaths::live());
 

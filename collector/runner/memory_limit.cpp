@@ -6,13 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "collector/runner/isolation.hpp"
 #include "core/error.hpp"
 
 namespace schedlab {
@@ -105,9 +104,7 @@ MemoryLimit::MemoryLimit(std::uint64_t bytes, ControllerHierarchy where, const s
 
 MemoryLimit::~MemoryLimit() {
   if (!own_group_) return;
-  // A group empties a moment after its last process was reaped.
-  for (int i = 0; i < 50 && ::rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  remove_cgroup_dir(dir_, 1);  // a group empties a moment after its last process was reaped
 }
 
 void MemoryLimit::apply_to_leaf(const fs::path& cgroup2_leaf) {
