@@ -181,6 +181,8 @@ json fingerprint(const json& host) {
                              {"memory_gib", memory_gib}});
 }
 
+}  // namespace
+
 json host_facts(const HostPaths& paths) {
   const CpuInfo cpu = first_cpu_block(paths);
   json host = {{"hostname", or_null(read_trimmed(paths.proc / "sys/kernel/hostname"))},
@@ -193,6 +195,8 @@ json host_facts(const HostPaths& paths) {
   host["fingerprint"] = fingerprint(host);
   return host;
 }
+
+namespace {
 
 // ---- environment ------------------------------------------------------------------------------
 

@@ -25,6 +25,10 @@ struct SysinfoReport {
 
 SysinfoReport collect_sysinfo(const HostPaths& paths);
 
+// SysinfoReport::host alone (CPU, topology, memory, virtualization, fingerprint): what names the machine,
+// without the kernel and environment facts, for a daemon that wants to know which box it is on.
+nlohmann::json host_facts(const HostPaths& paths);
+
 // Human-readable warnings about a start that makes results noisy or not comparable, e.g.
 // "load average 1.73 at start is above 0.5 per CPU (2 CPUs)" or "SMT is on".
 std::vector<std::string> noise_warnings(const nlohmann::json& environment, const nlohmann::json& host);
