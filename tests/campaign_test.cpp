@@ -312,6 +312,20 @@ TEST(CampaignErrors, MissingAndMistypedCampaignKeys) {
                "libpfm4 cannot encode 'cycles:x': invalid event attribute");
 }
 
+// [campaign] host_label names this box's class on /metrics (collector/sysinfo/host_class.hpp): one plain
+// word, since it is a label value and a dashboard variable's value; the file's line named when it is not.
+TEST(CampaignErrors, HostLabelIsOneWord) {
+  const std::string w = "[[workload]]\nname = \"yield\"\n";
+  EXPECT_EQ(CampaignFile(kHeader + "host_label = \"rack-a.2_x\"\n" + w).load().host_label, "rack-a.2_x");
+  EXPECT_EQ(CampaignFile(kHeader + w).load().host_label, "") << "none: the class is the host's shape";
+  expect_error(kHeader + "host_label = \"lab 1\"\n" + w, 6, "[campaign] host_label",
+               "'lab 1': a host label is one word of letters, digits, '.', '_' or '-'");
+  expect_error(kHeader + "counters = false\nhost_label = \"a/b\"\n" + w, 7, "[campaign] host_label",
+               "'a/b': a host label is one word");
+  expect_error(kHeader + "host_label = \"\"\n" + w, 6, "[campaign] host_label", "must not be empty");
+  expect_error(kHeader + "host_label = 3\n" + w, 6, "[campaign] host_label", "expected a string");
+}
+
 TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
   const std::string w = "[[workload]]\nname = \"yield\"\n";
   auto with = [&](const std::string& key, const std::string& value) {

@@ -12,6 +12,7 @@
 #include "collector/runner/memory_limit.hpp"
 #include "collector/runner/runner.hpp"
 #include "collector/runner/workload_user.hpp"
+#include "collector/sysinfo/host_class.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/host_paths.hpp"
@@ -41,6 +42,7 @@ const std::set<std::string> kCampaignKeys = {
     "name", "schedule", "store", "output", "configurations", "trials", "order", "seed", "events", "counters",
     "profile", "timeout_s", "settle_timeout_s", "kernel_cache", "recipes", "boot", "runtime_configurations",
     "memory_limit", "workload_user", "on_disk_full", "disk_full_retry",
+    "host_label",  // this box's class on /metrics (collector/sysinfo/host_class.hpp)
     // a target campaign (CampaignTarget)
     "target_mde", "margin", "alpha", "max_trials", "budget", "pilot", "look_every"};
 const std::set<std::string> kChangesKeys = {"detect", "confirm", "budget", "alpha", "min_effect"};
@@ -423,6 +425,21 @@ void read_target(const Reader& r, const toml::table& t, const std::string& p, Ca
   c.target = target;
 }
 
+// The name of this box's class (its `class` label on /metrics), checked as the daemon will take it.
+void read_host_label(const Reader& r, const toml::table& t, const std::string& p, Campaign& c) {
+  auto v = r.string(t, p, "host_label");
+  if (!v) return;
+  const toml::node& node = *t.get("host_label");
+  if (v->empty())
+    r.fail(node, p + "host_label", "must not be empty (leave it out: the class is then the shape)");
+  try {
+    check_host_label(*v);
+  } catch (const InputError& e) {
+    r.fail(node, p + "host_label", e.what());
+  }
+  c.host_label = *v;
+}
+
 void read_campaign(const Reader& r, const toml::table& root, const fs::path& recipes_dir, Campaign& c) {
   const toml::node* n = root.get("campaign");
   if (!n) throw InputError(c.file.string() + ": missing table [campaign]");
@@ -584,6 +601,7 @@ void read_campaign(const Reader& r, const toml::table& root, const fs::path& rec
     if (c.on_disk_full == OnDiskFull::kStop)
       r.fail(*v, p + "disk_full_retry", "retries only while waiting: contradicts on_disk_full = \"stop\"");
   }
+  read_host_label(r, t, p, c);
   read_target(r, t, p, c);
 }
 
