@@ -12,6 +12,7 @@
 
 #include "changes/update.hpp"
 #include "collector/runner/interrupt.hpp"
+#include "collector/sysinfo/host_class.hpp"
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
 #include "core/clock.hpp"
@@ -151,6 +152,8 @@ class Daemon {
         store_(open_store(campaign_.store_url)),
         process_(campaign_.output / ".daemon" / (file_safe_name(campaign_.name) + ".step"),
                  options.isolation != "session") {
+    // Which box this is, for the exporter's `class` label: read once, at start-up (a reboot starts anew).
+    campaign_.exporter.host_class = this_host_class(HostPaths::live(), campaign_.host_label);
     // A Pushgateway without a listen address is push-only: the exporter holds the series it pushes.
     if (!campaign_.exporter.listen.empty() || !campaign_.exporter.pushgateway.empty())
       exporter_ = std::make_unique<Exporter>(campaign_.exporter);
@@ -165,6 +168,10 @@ class Daemon {
         exporter_ && !campaign_.exporter.listen.empty()
             ? fmt::format(", metrics on {} (port {})", campaign_.exporter.listen, exporter_->port())
             : ""));
+    const auto& host_class = campaign_.exporter.host_class;
+    log_.info(host_class.label.empty()
+                  ? fmt::format("host class {} (its shape; no [campaign] host_label)", host_class.shape)
+                  : fmt::format("host class {} (shape {})", host_class.label, host_class.shape));
     if (int killed = process_.kill_leftovers(); killed > 0)
       log_.warning(fmt::format("killed {} process(es) a previous daemon's step left running", killed));
     if (exporter_) {

@@ -26,6 +26,7 @@ ExporterSettings local_settings() {
   ExporterSettings s;
   s.listen = "127.0.0.1:0";
   s.host = "testhost";
+  s.host_class.label = "testclass";
   return s;
 }
 
@@ -81,6 +82,7 @@ TEST(ExporterPeers, PrometheusScrapesTheHeadlineSeries) {
     ASSERT_EQ(result.size(), 1u) << result.dump();
     const auto& metric = result[0]["metric"];
     EXPECT_EQ(metric["host"], "testhost");
+    EXPECT_EQ(metric["class"], "testclass");
     EXPECT_EQ(metric["configuration"], "6.12-eevdf");
     EXPECT_EQ(metric["workload"], "wakeup");
     EXPECT_EQ(metric["instance_id"], "wakeup");
@@ -119,9 +121,12 @@ TEST(ExporterPeers, PushgatewayReceivesThePush) {
   ASSERT_EQ(r.status, 200);
   const auto samples = parse_exposition(r.body);
   for (const char* c : {"6.12-eevdf", "t1/running"}) {
-    auto p99 = find_samples(
-        samples, "schedlab_wakeup_latency_p99_seconds",
-        {{"job", "schedlab"}, {"host", "testhost"}, {"configuration", c}, {"instance_id", "wakeup"}});
+    auto p99 = find_samples(samples, "schedlab_wakeup_latency_p99_seconds",
+                            {{"job", "schedlab"},
+                             {"host", "testhost"},
+                             {"class", "testclass"},
+                             {"configuration", c},
+                             {"instance_id", "wakeup"}});
     ASSERT_EQ(p99.size(), 1u) << c << "\n" << r.body.substr(0, 4000);
     EXPECT_DOUBLE_EQ(p99[0].value, 0.0137);
     EXPECT_EQ(find_samples(samples, "schedlab_yield_yield_duration_seconds", {{"configuration", c}}).size(),

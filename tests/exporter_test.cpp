@@ -42,6 +42,7 @@ ExporterSettings local_settings() {
   ExporterSettings s;
   s.listen = "127.0.0.1:0";
   s.host = "testhost";
+  s.host_class.label = "testclass";  // no shape: the exporter reads this machine's (exporter_class_test)
   return s;
 }
 
@@ -122,7 +123,10 @@ TEST(ExporterHttp, PublishesHeadlineMediansInBaseUnits) {
   // wakeup latency_p99_us over the 3 ok repetitions: 13700, 19600, 11700 us -> median 13700 us = 0.0137 s.
   const auto& w = instance(b, "wakeup");
   auto p99 = find_samples(samples, "schedlab_wakeup_latency_p99_seconds",
-                          {{"host", "testhost"}, {"configuration", "6.12-eevdf"}, {"workload", "wakeup"}});
+                          {{"host", "testhost"},
+                           {"class", "testclass"},
+                           {"configuration", "6.12-eevdf"},
+                           {"workload", "wakeup"}});
   ASSERT_EQ(p99.size(), 1u);
   EXPECT_EQ(p99[0].labels.at("instance_id"), "wakeup");
   EXPECT_DOUBLE_EQ(p99[0].value, median_of(w, "latency_p99_us") * 1e-6);
@@ -684,6 +688,7 @@ TEST(ExporterChangePoints, LabelsValuesAndTime) {
   const auto samples = scrape(e);
 
   const std::map<std::string, std::string> instance = {{"host", "testhost"},
+                                                       {"class", "testclass"},
                                                        {"workload", "yield"},
                                                        {"metric", "ns_per_yield"},
                                                        {"instance_id", "yield.threads=2"},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/sysinfo/host_class.hpp"
 #include "core/host_paths.hpp"
 #include "daemon/campaign/calendar.hpp"
 
@@ -26,6 +27,9 @@ struct ExporterSettings {
   double push_timeout_s = 10;             // a push waits at most this long (connect + answer)
   int configurations_per_host = 3;        // headline series kept per host: the newest N configurations
   std::string host;                       // label value; default: the machine's hostname
+  // The `class` label beside `host` (its name()) and schedlab_daemon_info's shape: filled by the daemon
+  // (this_host_class with [campaign] host_label); an empty shape: this machine's, without a label.
+  HostClass host_class;
 };
 
 struct CampaignWorkload {

@@ -22,8 +22,9 @@ std::string label_value(std::string s) {
 
 // params_hash too, though alert rules need not read it: an instance is its id and its parameters' hash
 // everywhere else in this exporter, and two instances sharing an id must not share a count.
-Labels counted_labels(const ExportedChange& c) {
+Labels counted_labels(const ExportedChange& c, const std::string& host_class) {
   return {{"host", c.host},
+          {"class", host_class},
           {"workload", c.workload},
           {"metric", c.metric},
           {"instance_id", c.instance_id},
@@ -51,6 +52,7 @@ void add(prometheus::MetricFamily& family, const Labels& labels, double value) {
 }  // namespace
 
 std::vector<prometheus::MetricFamily> change_point_families(const std::vector<ExportedChange>& changes,
+                                                            const std::string& host_class,
                                                             std::string& errors) {
   errors.clear();
   const std::size_t first = changes.size() > kExportedChangesMax ? changes.size() - kExportedChangesMax : 0;
@@ -69,7 +71,7 @@ std::vector<prometheus::MetricFamily> change_point_families(const std::vector<Ex
                 " (" + c.instance_id + ") at \"" + c.at + "\": not an ISO 8601 UTC time";
       continue;
     }
-    auto labels = counted_labels(c);
+    auto labels = counted_labels(c, host_class);
     ++counts[labels];
     labels["at"] = c.at;
     sized[labels] = {c.relative_change, c.relative_lower, c.relative_upper, *seconds};

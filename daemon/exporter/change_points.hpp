@@ -24,9 +24,11 @@ struct ExportedChange {
 // with its own `at`, and a Prometheus series is paid for as long as it is retained. History is in the store.
 inline constexpr std::size_t kExportedChangesMax = 100;
 
-// The change-point families for `changes` (newest last; only the newest kExportedChangesMax). A change
+// The change-point families for `changes` (newest last; only the newest kExportedChangesMax), each series
+// labelled `class` = `host_class` beside its host (the daemon's changes are its own host's). A change
 // whose `at` does not read as ISO 8601 UTC is left out and named in `errors` ("" when none).
 std::vector<prometheus::MetricFamily> change_point_families(const std::vector<ExportedChange>& changes,
+                                                            const std::string& host_class,
                                                             std::string& errors);
 
 }  // namespace schedlab

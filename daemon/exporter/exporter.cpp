@@ -21,12 +21,14 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "collector/sysinfo/host_class.hpp"
 #include "core/error.hpp"
 #include "daemon/exporter/change_points.hpp"
 #include "daemon/exporter/headline.hpp"
 #include "daemon/exporter/listen.hpp"
 #include "daemon/exporter/process_metrics.hpp"
 #include "daemon/exporter/push.hpp"
+#include "schedlab/build_info.hpp"
 
 namespace schedlab {
 
@@ -146,22 +148,24 @@ class HeadlineFamilies {
 };
 
 // An instance is its id and its resolved parameters' hash (params_hash): a sweep's instances differ in
-// both, and two bundles of one id with other parameters must not share a series either.
-Labels series_labels(const std::string& host, const std::string& configuration, const std::string& workload,
+// both, and two bundles of one id with other parameters must not share a series either. `box` is the
+// exporter's host and class labels: a fleet's dashboards select boxes of one class, like with like.
+Labels series_labels(const Labels& box, const std::string& configuration, const std::string& workload,
                      const std::string& instance_id, const std::string& params_hash) {
-  return {{"host", host},
-          {"configuration", configuration},
-          {"workload", workload},
-          {"instance_id", instance_id},
-          {"params_hash", params_hash}};
+  Labels labels = box;
+  labels.insert({{"configuration", configuration},
+                 {"workload", workload},
+                 {"instance_id", instance_id},
+                 {"params_hash", params_hash}});
+  return labels;
 }
-Labels series_labels(const std::string& host, const std::string& configuration, const HeadlineValue& v) {
-  auto labels = series_labels(host, configuration, v.workload, v.instance_id, v.params_hash);
+Labels series_labels(const Labels& box, const std::string& configuration, const HeadlineValue& v) {
+  auto labels = series_labels(box, configuration, v.workload, v.instance_id, v.params_hash);
   labels.insert(v.labels.begin(), v.labels.end());
   return labels;
 }
-Labels series_labels(const std::string& host, const std::string& configuration, const LatencyBuckets& h) {
-  return series_labels(host, configuration, h.workload, h.instance_id, h.params_hash);
+Labels series_labels(const Labels& box, const std::string& configuration, const LatencyBuckets& h) {
+  return series_labels(box, configuration, h.workload, h.instance_id, h.params_hash);
 }
 
 // Family, instance (id and parameters) and any further labels (a status): one series.
@@ -193,14 +197,14 @@ void keep_instances(PublishedSeries& series, const Keep& keep) {
 
 // Sets every series it can; those that fail are taken out of `series` (what a configuration holds is what
 // is exposed, and what a push sends) and their errors come back, joined.
-std::string render(HeadlineFamilies& families, const std::string& host, const std::string& configuration,
+std::string render(HeadlineFamilies& families, const Labels& box, const std::string& configuration,
                    ConfigurationSeries& series) {
   std::string errors;
   auto each = [&](auto& map) {
     for (auto it = map.begin(); it != map.end();) {
       try {
         const auto& v = it->second;
-        families.set(configuration, series_labels(host, configuration, v), v);
+        families.set(configuration, series_labels(box, configuration, v), v);
         ++it;
       } catch (const Error& e) {
         errors += (errors.empty() ? "" : "; ") + std::string(e.what());
@@ -271,6 +275,8 @@ class ChangePointCollector : public prometheus::Collectable {
 struct Exporter::Impl {
   ExporterSettings settings;
   std::string host;
+  HostClass host_class;
+  Labels box;  // {host, class}: on every headline and instance series
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::shared_ptr<ProcessCollector> process =
       std::make_shared<ProcessCollector>(HostPaths::live(), "self", ProcessClock::live());
@@ -331,6 +337,15 @@ struct Exporter::Impl {
           .Register(*registry);
   prometheus::Counter& publish_errors = exporter_errors.Add({{"operation", "publish"}});
   prometheus::Counter& push_errors = exporter_errors.Add({{"operation", "push"}});
+  // Info-style, as client_golang's build_info: what a dashboard lists classes from, and what a query joins
+  // on (instance) to select by class the daemon series that carry no host label (state, step counters).
+  prometheus::Family<prometheus::Gauge>& daemon_info =
+      prometheus::BuildGauge()
+          .Name("schedlab_daemon_info")
+          .Help(
+              "1, labelled with this daemon's host, its host class (the label, else the shape), the "
+              "shape (sockets, cores, SMT, NUMA nodes, CPU model) and schedlab's version")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& published =
       prometheus::BuildGauge()
           .Name("schedlab_headline_published_timestamp_seconds")
@@ -358,7 +373,7 @@ struct Exporter::Impl {
           ++it;
           continue;
         }
-        drop(configuration, it->second.family, series_labels(host, configuration, it->second));
+        drop(configuration, it->second.family, series_labels(box, configuration, it->second));
         it = map.erase(it);
       }
     };
@@ -370,12 +385,23 @@ struct Exporter::Impl {
   ListenAddress address;
   std::unique_ptr<prometheus::Exposer> exposer;
 
-  explicit Impl(const ExporterSettings& s) : settings(s), host(s.host.empty() ? machine_hostname() : s.host) {
+  explicit Impl(const ExporterSettings& s)
+      : settings(s),
+        host(s.host.empty() ? machine_hostname() : s.host),
+        host_class(s.host_class.shape.empty() ? this_host_class(HostPaths::live(), s.host_class.label)
+                                              : s.host_class),
+        box{{"host", host}, {"class", host_class.name()}} {
     if (settings.configurations_per_host < 1)
       throw InputError("exporter: configurations_per_host must be at least 1, not " +
                        std::to_string(settings.configurations_per_host));
     for (const char* st : {status::kOk, status::kFailed, status::kTimeout})
       step_repetitions.Add({{"status", st}});
+    daemon_info
+        .Add({{"host", host},
+              {"class", host_class.name()},
+              {"shape", host_class.shape},
+              {"version", build_info::kVersion}})
+        .Set(1);
     if (settings.listen.empty()) return;
     address = parse_listen(settings.listen);
     probe_bind(address);
@@ -394,6 +420,12 @@ struct Exporter::Impl {
     exposer->RegisterCollectable(state);
     exposer->RegisterCollectable(process);
     exposer->RegisterCollectable(change_points);
+  }
+
+  Labels published_labels(const std::string& configuration) const {
+    auto labels = box;
+    labels.emplace("configuration", configuration);
+    return labels;
   }
 
   prometheus::Counter& step_counter(const std::string& what, const std::string& help) {
@@ -498,7 +530,7 @@ void Exporter::set_instances(const std::set<std::string>& instance_ids) {
 
 void Exporter::set_change_points(const std::vector<ExportedChange>& changes) {
   std::string errors;
-  impl_->change_points->set(change_point_families(changes, errors));
+  impl_->change_points->set(change_point_families(changes, impl_->host_class.name(), errors));
   if (!errors.empty()) throw Error("exporter: change points: " + errors);
 }
 
@@ -524,10 +556,10 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
     else
       return !fresh.histograms.count(key);
   });
-  const auto errors = render(impl_->families, impl_->host, configuration, fresh);
+  const auto errors = render(impl_->families, impl_->box, configuration, fresh);
   for (auto& [key, v] : fresh.headlines) mine.headlines[key] = std::move(v);
   for (auto& [key, h] : fresh.histograms) mine.histograms[key] = std::move(h);
-  impl_->published.Add({{"host", impl_->host}, {"configuration", configuration}})
+  impl_->published.Add(impl_->published_labels(configuration))
       .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
 
   auto& newest = impl_->newest;
@@ -541,7 +573,7 @@ void Exporter::publish(const Bundle& bundle, const std::string& configuration) {
     impl_->series.erase(old);
     if (!impl_->settings.pushgateway.empty())
       impl_->evicted.insert(old);  // its group, deleted at the next push
-    auto& stamp = impl_->published.Add({{"host", impl_->host}, {"configuration", old}});
+    auto& stamp = impl_->published.Add(impl_->published_labels(old));
     impl_->published.Remove(&stamp);
   }
   // After the bookkeeping, so that what did publish is bounded like the rest.
@@ -598,7 +630,7 @@ std::string Exporter::push_group(const Bundle& bundle, const std::string& config
     }
     auto registry = std::make_shared<prometheus::Registry>();
     HeadlineFamilies families(*registry);
-    if (auto render_errors = render(families, impl_->host, configuration, series); !render_errors.empty())
+    if (auto render_errors = render(families, impl_->box, configuration, series); !render_errors.empty())
       return "pushgateway " + impl_->settings.pushgateway + ": " + render_errors;
     if (auto err = send_exposition(group(configuration), "PUT",
                                    prometheus::TextSerializer().Serialize(registry->Collect()), timeout);
