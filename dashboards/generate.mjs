@@ -65,11 +65,15 @@ function customVar(name, label, values, description) {
            options: values.map((v, i) => ({ text: v, value: v, selected: i === 0 })), hide: 0,
            skipUrlSync: false };
 }
-const hostVar = () => queryVar('host', 'Host', 'label_values(schedlab_repetitions, host)');
-const configurationVar = () =>
-  queryVar('configuration', 'Configuration', 'label_values(schedlab_repetitions{host=~"$host"}, configuration)');
+// A host's class (daemon/exporter/README.md: the host label given in its campaign, else its shape, e.g.
+// 2s-32c-smt-2n-intel-xeon-gold-6230): a lab's boxes compared like with like. First, so that the hosts
+// listed are the chosen classes'; every query below selects class=~"$class" as well as host.
+const classVar = () => queryVar('class', 'Host class', 'label_values(schedlab_daemon_info, class)');
+const hostVar = () => queryVar('host', 'Host', 'label_values(schedlab_repetitions{class=~"$class"}, host)');
+const configurationVar = () => queryVar('configuration', 'Configuration',
+  'label_values(schedlab_repetitions{class=~"$class", host=~"$host"}, configuration)');
 const workloadVar = () => queryVar('workload', 'Workload',
-  'label_values(schedlab_repetitions{host=~"$host", configuration=~"$configuration"}, workload)');
+  'label_values(schedlab_repetitions{class=~"$class", host=~"$host", configuration=~"$configuration"}, workload)');
 // An instance is its id (a sweep's spells its values: yield.threads=2) and its parameters' hash; the
 // variable lists ids, each line's legend names its id, so a sweep's instances are never drawn as one.
 const instanceVar = (scope) => queryVar('instance', 'Instance',
@@ -130,7 +134,12 @@ const bargauge = (title, unit, targets, gridPos, extra = {}) =>
 const RED_ABOVE_ZERO = { mode: 'absolute', steps: [{ color: 'green', value: null }, { color: 'red', value: 1 }] };
 
 const sel = (...parts) => `{${parts.join(', ')}}`;
-const SCOPE = ['host=~"$host"', 'configuration=~"$configuration"'];
+const BOXES = ['class=~"$class"', 'host=~"$host"'];
+const SCOPE = [...BOXES, 'configuration=~"$configuration"'];
+// The daemons' own series (state, step counters) carry no host or class: they are selected through
+// schedlab_daemon_info, which has both and is 1, joined on the scrape target (one daemon per target).
+const ofDaemons = (expr) =>
+  `${expr} * on (job, instance) group_left () schedlab_daemon_info${sel(...BOXES)}`;
 
 // The targets IPC panels carry: an empty answer is accepted only with this mark, and only when the
 // bundles say these counters were unsupported (dashboards/README.md, "What the check accepts").
@@ -163,14 +172,14 @@ function overview() {
            '{{host}} {{configuration}} {{status}}', 'A'),
   ], { h: 8, w: 12, x: 0, y }, { decimals: 0 }));
   panels.push(timeseries('Daemon steps', 'short', [
-    target('sum by (instance) (schedlab_steps_started_total)', '{{instance}} started', 'A'),
-    target('sum by (instance) (schedlab_steps_finished_total)', '{{instance}} finished', 'B'),
-    target('sum by (instance) (schedlab_steps_failed_total)', '{{instance}} failed', 'C'),
-    target('sum by (instance) (schedlab_steps_timed_out_total)', '{{instance}} timed out', 'D'),
+    target(`sum by (instance) (${ofDaemons('schedlab_steps_started_total')})`, '{{instance}} started', 'A'),
+    target(`sum by (instance) (${ofDaemons('schedlab_steps_finished_total')})`, '{{instance}} finished', 'B'),
+    target(`sum by (instance) (${ofDaemons('schedlab_steps_failed_total')})`, '{{instance}} failed', 'C'),
+    target(`sum by (instance) (${ofDaemons('schedlab_steps_timed_out_total')})`, '{{instance}} timed out', 'D'),
   ], { h: 8, w: 8, x: 12, y }, { decimals: 0, description:
     'The daemons\' step counters since each started (a step that failed without a bundle counts only here).' }));
   panels.push(sparkline('Daemon state', 'none', [
-    target('max by (instance, state) (schedlab_daemon_state) == 1', '{{instance}}: {{state}}', 'A'),
+    target(`max by (instance, state) (${ofDaemons('schedlab_daemon_state')}) == 1`, '{{instance}}: {{state}}', 'A'),
   ], { h: 8, w: 4, x: 20, y }, { description: 'Each daemon\'s current state (starting, idle, running, booting, stopping).' }));
   y += 8;
   panels.push(row('Headline metrics (newest bundle of each configuration)', y++));
@@ -184,7 +193,7 @@ function overview() {
   });
   return dashboard('schedlab-overview', 'schedlab / Lab overview',
     'Last night\'s runs per host and configuration: when they finished, how long they took, what failed, and a sparkline per headline metric.',
-    [datasourceVar(), hostVar(), configurationVar()], panels, 'now-7d');
+    [datasourceVar(), classVar(), hostVar(), configurationVar()], panels, 'now-7d');
 }
 
 // ---- Workload detail -------------------------------------------------------------------------------
@@ -231,8 +240,8 @@ function workloadDetail() {
   }
   return dashboard('schedlab-workloads', 'schedlab / Workload detail',
     'One row per workload: the headline metric over time per configuration, latency percentiles from the exported histograms, context switches and migrations per operation, IPC where hardware counters exist.',
-    [datasourceVar(), hostVar(), configurationVar(), workloadVar(),
-     instanceVar('host=~"$host", configuration=~"$configuration", workload=~"$workload"')], panels, 'now-30d',
+    [datasourceVar(), classVar(), hostVar(), configurationVar(), workloadVar(),
+     instanceVar(`${SCOPE.join(', ')}, workload=~"$workload"`)], panels, 'now-30d',
     [changePoints([...SCOPE, 'workload=~"$workload"', 'instance_id=~"$instance"'])]);
 }
 
@@ -241,7 +250,7 @@ function kernelAB() {
   nextId = 1;
   const panels = [];
   let y = 0;
-  const side = (s) => [`host=~"$host"`, `configuration="$${s}"`, 'workload=~"$workload"', 'instance_id=~"$instance"'];
+  const side = (s) => [...BOXES, `configuration="$${s}"`, 'workload=~"$workload"', 'instance_id=~"$instance"'];
   const AB = [['a', 'A'], ['b', 'B']];
   const median = (family, parts) => `quantile_over_time(0.5, ${family}${sel(...parts)}[\${runs}d])`;
   const legendAB = (s) => `${s === 'a' ? 'A' : 'B'} {{configuration}} {{host}} {{instance_id}}`;
@@ -287,16 +296,16 @@ function kernelAB() {
     y += 8;
   }
   const confVar = (name, label) => queryVar(name, label,
-    'label_values(schedlab_repetitions{host=~"$host"}, configuration)', { multi: false, includeAll: false });
+    `label_values(schedlab_repetitions{${BOXES.join(', ')}}, configuration)`, { multi: false, includeAll: false });
   return dashboard('schedlab-kernel-ab', 'schedlab / Kernel A/B',
     'Two configurations (kernels) side by side: their headline metrics over time, medians over the last N nightly runs, B relative to A, latency percentiles and counters. Exploratory: verdicts come from schedlab diff.',
-    [datasourceVar(), hostVar(), confVar('a', 'Configuration A'), confVar('b', 'Configuration B'),
-     queryVar('workload', 'Workload', 'label_values(schedlab_repetitions{host=~"$host"}, workload)'),
-     instanceVar('host=~"$host", workload=~"$workload"'),
+    [datasourceVar(), classVar(), hostVar(), confVar('a', 'Configuration A'), confVar('b', 'Configuration B'),
+     queryVar('workload', 'Workload', `label_values(schedlab_repetitions{${BOXES.join(', ')}}, workload)`),
+     instanceVar(`${BOXES.join(', ')}, workload=~"$workload"`),
      customVar('runs', 'Last N runs (nights)', ['7', '14', '30'],
                'How many nightly runs the medians cover: one run a night, so N days.')],
     // Changes whose first run after is A or B: the runs these panels compare.
-    panels, 'now-30d', [changePoints(['host=~"$host"', 'configuration=~"$a|$b"', 'workload=~"$workload"',
+    panels, 'now-30d', [changePoints([...BOXES, 'configuration=~"$a|$b"', 'workload=~"$workload"',
                                       'instance_id=~"$instance"'])]);
 }
 

@@ -135,6 +135,24 @@ TEST(DashboardsStatic, SchemaLintAndUnitsCatchMistakes) {
     EXPECT_EQ(r.code, 1) << c.to << "\n" << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.to << "\n" << r.out;
   }
+  // Queries that forgot the host class would mix a lab's classes; the daemons' counters, which carry no
+  // class, select it only through their schedlab_daemon_info join.
+  const auto classless =
+      check(doctored(dir.path(), "lab-overview.json", R"(class=~\"$class\", )", "").string());
+  EXPECT_EQ(classless.code, 1) << classless.out;
+  EXPECT_NE(classless.out.find(R"(selector {host=~"$host", configuration=~"$configuration"} does not select )"
+                               R"(class=~"$class")"),
+            std::string::npos)
+      << classless.out;
+  const auto unjoined =
+      check(doctored(dir.path(), "lab-overview.json",
+                     R"( * on (job, instance) group_left () schedlab_daemon_info{class=~\"$class\", )"
+                     R"(host=~\"$host\"})",
+                     "")
+                .string());
+  EXPECT_EQ(unjoined.code, 1) << unjoined.out;
+  EXPECT_NE(unjoined.out.find(R"("Daemon steps" target A: no label selector)"), std::string::npos)
+      << unjoined.out;
   // The change-point annotation with its time in seconds: Grafana would draw every marker in 1970.
   const auto seconds = check(doctored(dir.path(), "workload-detail.json", "} * 1000", "}").string());
   EXPECT_EQ(seconds.code, 1) << seconds.out;

@@ -5,7 +5,8 @@
 //      (ts-json-schema-generator, --additional-properties), and schemaVersion is the pinned one;
 //   3. uid lint: every panel, target and query variable names its datasource exactly as
 //      {"type":"prometheus","uid":"${datasource}"}, and a `datasource` variable of type datasource exists;
-//   4. every panel sets fieldConfig.defaults.unit;
+//   4. every panel sets fieldConfig.defaults.unit, and every target's and annotation's label selectors
+//      each hold class=~"$class" (the host class variable);
 //   5. with --prometheus URL: every target's PromQL, its template variables replaced by values read from that
 //      server (label_values(...) through /api/v1/label/.../values), runs as an instant query and must return
 //      at least one sample with a finite value. An empty answer is accepted only for a target marked
@@ -93,6 +94,17 @@ function allPanels(d) {
 // Annotations that run a query (Grafana's built-in "Annotations & Alerts" has none).
 const queryAnnotations = (d) => (d.annotations?.list ?? []).filter((a) => !a.builtIn && 'expr' in a);
 
+// Every query selects the chosen host classes: each label selector {...} (not a ${variable}) holds
+// class=~"$class", and there is one. A selector without it would mix every class of a lab's boxes
+// into a panel whose class variable says otherwise.
+const CLASS_MATCHER = 'class=~"$class"';
+function classLint(where, expr) {
+  const selectors = [...expr.matchAll(/(?<!\$)\{([^}]*)\}/g)].map((m) => m[1]);
+  if (!selectors.length) fail(where, `no label selector: a query must select ${CLASS_MATCHER}`);
+  for (const sel of selectors)
+    if (!sel.includes(CLASS_MATCHER)) fail(where, `selector {${sel}} does not select ${CLASS_MATCHER}`);
+}
+
 function staticChecks(file, d, validate, pinned) {
   if (!validate(d)) {
     // Panel|RowPanel anyOf makes lists noisy: the first few specific errors are what matters.
@@ -114,6 +126,7 @@ function staticChecks(file, d, validate, pinned) {
   for (const a of queryAnnotations(d)) {
     const where = `${file}: annotation "${a.name}"`;
     if (!sameDs(a.datasource)) fail(where, `datasource ${JSON.stringify(a.datasource)}, expected ${JSON.stringify(EXPECTED_DS)}`);
+    if (typeof a.expr === 'string' && a.expr.trim()) classLint(where, a.expr);
     if (typeof a.expr !== 'string' || !a.expr.trim()) fail(where, 'no expr');
     // Grafana replaces the event's time (ms since the epoch) with the value: seconds would land in 1970.
     else if (a.useValueForTime && !/\*\s*1000\s*$/.test(a.expr))
@@ -131,6 +144,7 @@ function staticChecks(file, d, validate, pinned) {
       if (!sameDs(t.datasource))
         fail(`${where} target ${t.refId}`, `datasource ${JSON.stringify(t.datasource)}, expected ${JSON.stringify(EXPECTED_DS)}`);
       if (typeof t.expr !== 'string' || !t.expr.trim()) fail(`${where} target ${t.refId}`, 'no expr');
+      else classLint(`${where} target ${t.refId}`, t.expr);
     }
   }
 }
