@@ -168,8 +168,12 @@ class Child {
   pid_t pid_ = -1;
 };
 
+// Tag of the PrometheusServer constructor that runs a configuration file of the test's own (a shipped
+// one, adapted): a second argument, so that a braced list of targets never reads as a path.
+struct WithConfigFile {};
+
 // A Prometheus server scraping `targets` ("127.0.0.1:PORT") every second, and evaluating the rules of
-// `rule_files` (absolute paths) every second too.
+// `rule_files` (absolute paths) every second too; or running a given configuration file.
 class PrometheusServer {
  public:
   explicit PrometheusServer(const std::vector<std::string>& targets, bool honor_labels = false,
@@ -184,12 +188,10 @@ class PrometheusServer {
                                              "scrape_configs:\n  - job_name: schedlab\n    honor_labels: " +
                                              std::string(honor_labels ? "true" : "false") +
                                              "\n    static_configs:\n      - targets: [" + list + "]\n");
-    child_ = std::make_unique<Child>(
-        std::vector<std::string>{
-            kPrometheusBinary.string(), "--config.file=" + (dir_.path() / "prometheus.yml").string(),
-            "--storage.tsdb.path=" + (dir_.path() / "data").string(),
-            "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=warn"},
-        dir_.path() / "prometheus.log");
+    start(dir_.path() / "prometheus.yml");
+  }
+  PrometheusServer(WithConfigFile, const std::filesystem::path& config) : port_(free_port()) {
+    start(config);
   }
 
   int port() const { return port_; }
@@ -208,6 +210,15 @@ class PrometheusServer {
   }
 
  private:
+  void start(const std::filesystem::path& config) {
+    child_ = std::make_unique<Child>(
+        std::vector<std::string>{kPrometheusBinary.string(), "--config.file=" + config.string(),
+                                 "--storage.tsdb.path=" + (dir_.path() / "data").string(),
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+                                 "--log.level=warn"},
+        dir_.path() / "prometheus.log");
+  }
+
   TempDir dir_;
   int port_;
   std::unique_ptr<Child> child_;
