@@ -11,6 +11,7 @@
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/campaign/check_report.hpp"
 #include "daemon/campaign_experiments.hpp"
+#include "daemon/store/pg.hpp"
 #include "daemon/store/store.hpp"
 #include "kernels/recipe.hpp"
 
@@ -67,12 +68,19 @@ int CampaignCommand::run() const {
       file_, recipes_dir_.empty() ? kernels::default_recipes_dir() : std::filesystem::path(recipes_dir_));
   check_on_host(campaign);
   const auto plan = expand_plan(campaign);
-  // Past runs from the campaign's own store, when it exists already (check never creates one).
+  // Past runs from the campaign's own store, when it exists already (check never creates one, nor a
+  // PostgreSQL store's schema; a server that does not answer leaves the estimate without them).
   std::map<std::string, double> past;
   const std::string prefix = "sqlite://";
   if (campaign.store_url.rfind(prefix, 0) == 0 &&
       std::filesystem::exists(campaign.store_url.substr(prefix.size())))
     past = open_store(campaign.store_url)->seconds_per_repetition();
+  else if (pg::is_postgres_url(campaign.store_url))
+    try {
+      past = open_store_to_read(campaign.store_url)->seconds_per_repetition();
+    } catch (const Error& e) {
+      std::cerr << "schedlab: no past runs for the estimate: " << e.what() << "\n";
+    }
   const auto estimate = estimate_duration(plan, past);
   if (campaign.target && campaign.target->budget_s && estimate.seconds &&
       *estimate.seconds / campaign.trials > *campaign.target->budget_s)
@@ -80,7 +88,7 @@ int CampaignCommand::run() const {
         fmt::format("{}: [campaign] budget: {} is below one pair of trials, which took {} here "
                     "(boots not counted; from {})",
                     campaign.file.string(), format_duration(*campaign.target->budget_s),
-                    format_duration(*estimate.seconds / campaign.trials), campaign.store_url));
+                    format_duration(*estimate.seconds / campaign.trials), pg::redacted(campaign.store_url)));
   std::cout << format_campaign_check(campaign, plan, estimate, std::chrono::system_clock::now());
   if (campaign.target) std::cout << target_plan_lines(campaign, plan);
   return 0;

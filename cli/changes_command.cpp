@@ -23,7 +23,8 @@ ChangesCommand::ChangesCommand(CLI::App& app) {
   command_ = app.add_subcommand(
       "changes",
       "Change points of every headline series in the store (E-Divisive on ranks, permutation test)");
-  command_->add_option("--store", url_, "sqlite:///PATH")->default_val(default_store_url());
+  command_->add_option("--store", url_, "sqlite:///PATH or postgresql://...")
+      ->default_val(default_store_url());
   command_->add_option("--since", since_,
                        "Only changes at or after DATE (YYYY-MM-DD or an ISO 8601 UTC time)");
   command_->add_option("--workload", workload_, "Only this workload");

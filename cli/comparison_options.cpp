@@ -1,7 +1,12 @@
 #include "cli/comparison_options.hpp"
 
 #include <iostream>
+#include <memory>
 #include <set>
+
+#include "core/error.hpp"
+#include "daemon/store/pg.hpp"
+#include "daemon/store/store.hpp"
 
 namespace schedlab {
 
@@ -14,15 +19,31 @@ void ComparisonOptions::add_to(CLI::App& command) {
       ->default_val(2.0);
   command.add_flag("--force", force,
                    "Compare across hardware fingerprints, workload versions or measuring methods");
-  command.add_option("--store", store, "Directory of bundles that labels and hashes are looked up in")
+  command
+      .add_option("--store", store,
+                  "Directory of bundles that labels and hashes are looked up in, or a store's index "
+                  "(postgresql://..., sqlite:///PATH)")
       ->default_val("results");
+  command.add_option("--host", host, "With a store's index: only bundles measured on this host");
 }
 
 std::vector<Side> ComparisonOptions::load_sides() const {
   std::vector<Side> loaded;
   std::set<std::string> warned;  // two sides looked up in one store skip the same files
+  const bool indexed = store.find("://") != std::string::npos;
+  std::unique_ptr<Store> index = indexed ? open_store_to_read(store) : nullptr;
+  if (!host.empty() && !indexed)
+    throw InputError("--host: only with --store postgresql://... or sqlite:///PATH");
   for (const auto& spec : sides) {
-    loaded.push_back(load_side(spec, store));
+    std::error_code ec;
+    if (index && !std::filesystem::exists(spec, ec)) {
+      std::vector<std::filesystem::path> files;
+      for (const auto& p : index->bundle_paths(spec, host)) files.emplace_back(p);
+      loaded.push_back(load_side_from_files(
+          spec, files, pg::redacted(store) + (host.empty() ? "" : " from host " + host)));
+    } else {
+      loaded.push_back(load_side(spec, store));
+    }
     for (const auto& w : loaded.back().warnings)
       if (warned.insert(w).second) std::cerr << "schedlab: warning: " << w << "\n";
   }

@@ -16,6 +16,7 @@ struct ComparisonOptions {
   double min_effect_pct = 2.0;
   bool force = false;
   std::string store = "results";
+  std::string host;  // with a store's index: only this host's bundles
 
   // Registers --alpha, --min-effect, --force and --store on the command (SIDES stays per command).
   void add_to(CLI::App& command);

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "daemon/store/pg.hpp"
+#include "daemon/store/postgres_store.hpp"
 #include "daemon/store/store.hpp"
 #include "workloads/registry.hpp"
 
@@ -32,8 +34,17 @@ StoreCommand::StoreCommand(CLI::App& app) {
   store_->require_subcommand(1);
   rebuild_ = store_->add_subcommand("rebuild", "Drop the bundle index and re-index every bundle under DIR");
   rebuild_->add_option("DIR", dir_, "Directory of bundles (searched recursively)")->required();
-  for (auto* c : {history_, rebuild_})
-    c->add_option("--store", url_, "sqlite:///PATH")->default_val(default_store_url());
+  migrate_ = store_->add_subcommand("migrate", "Create or upgrade a PostgreSQL store's schema");
+  import_ = store_->add_subcommand(
+      "import",
+      "Index every bundle under DIR into a PostgreSQL store (those already there stay as they are)");
+  import_->add_option("DIR", dir_, "Directory of bundles (searched recursively)")->required();
+  import_->add_option("--from", from_,
+                      "The box's SQLite store (sqlite:///PATH): its campaign progress is copied too");
+  import_->add_option("--host", host_, "The box the progress is of (default: this machine's hostname)");
+  history_->add_option("--host", host_, "Only bundles measured on this host (its hostname)");
+  for (auto* c : {history_, rebuild_, migrate_, import_})
+    c->add_option("--store", url_, "sqlite:///PATH or postgresql://...")->default_val(default_store_url());
 }
 
 namespace {
@@ -61,7 +72,7 @@ void check_history_names(Store& store, const std::string& workload, const std::s
   for (const auto& p : store.history(workload, metric, kernel, ""))
     known.insert(p.instance_id + " (params " + p.params_hash + ")");
   throw InputError("--instance " + instance + ": no instance of " + workload + " with " + metric +
-                   (kernel.empty() ? "" : " on " + kernel) + " in " + url +
+                   (kernel.empty() ? "" : " on " + kernel) + " in " + pg::redacted(url) +
                    " has that id or params hash (known: " +
                    (known.empty() ? "none" : joined({known.begin(), known.end()})) + ")");
 }
@@ -75,6 +86,15 @@ int StoreCommand::run() const {
     check_history_names(*store, workload_, metric_, kernel_, instance_, url_);
     return print_history(*store);
   }
+  if (migrate_->parsed()) {
+    if (!pg::is_postgres_url(url_))
+      throw InputError("--store " + url_ +
+                       ": migrate is for PostgreSQL stores (an SQLite store is made as it is opened)");
+    const int version = migrate_store(url_);
+    fmt::print("{}: schema version {}\n", pg::redacted(url_), version);
+    return 0;
+  }
+  if (import_->parsed()) return run_import();
   auto store = open_store(url_);
   if (rebuild_->parsed()) {
     std::vector<std::string> skipped;
@@ -86,11 +106,32 @@ int StoreCommand::run() const {
   return 0;
 }
 
+int StoreCommand::run_import() const {
+  if (!pg::is_postgres_url(url_))
+    throw InputError("--store " + url_ + ": import is into a PostgreSQL store (postgresql://...)");
+  std::unique_ptr<Store> progress;
+  if (!from_.empty()) {
+    if (pg::is_postgres_url(from_))
+      throw InputError("--from " + from_ + ": expected the box's sqlite:///PATH");
+    progress = open_store_to_read(from_);
+  }
+  const auto counts = import_into_postgres(url_, host_, dir_, progress.get());
+  for (const auto& s : counts.skipped) fmt::print(stderr, "schedlab: skipped {}\n", s);
+  fmt::print("imported into {}: {} bundle(s) newly indexed", pg::redacted(url_), counts.bundles);
+  if (progress)
+    fmt::print(", {} campaign run(s), {} campaign(s) first seen, {} change point(s) of {}", counts.runs,
+               counts.campaigns, counts.changes, store_host(host_));
+  fmt::print("\n");
+  return counts.skipped.empty() ? 0 : 1;
+}
+
 int StoreCommand::print_history(Store& store) const {
-  const auto points = store.history(workload_, metric_, kernel_, instance_);
+  auto points = store.history(workload_, metric_, kernel_, instance_);
+  if (!host_.empty()) std::erase_if(points, [&](const HistoryPoint& p) { return p.host != host_; });
   if (points.empty()) {
-    fmt::print(stderr, "schedlab: no ok repetition of {}.{}{} in {}\n", workload_, metric_,
-               kernel_.empty() ? "" : " on " + kernel_, url_);
+    fmt::print(stderr, "schedlab: no ok repetition of {}.{}{}{} in {}\n", workload_, metric_,
+               kernel_.empty() ? "" : " on " + kernel_, host_.empty() ? "" : " from host " + host_,
+               pg::redacted(url_));
     return 1;
   }
   fmt::print("{:<25} {:<28} {:<24} {:<16} {:>14} {:<6} {:>4}  {}\n", "started", "configuration", "instance",

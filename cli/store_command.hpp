@@ -1,5 +1,6 @@
 #pragma once
-// `schedlab history` and `schedlab store rebuild`: argument parsing only; the work is in daemon/store.
+// `schedlab history` and `schedlab store rebuild | migrate | import`: argument parsing only; the work is in
+// daemon/store.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -19,9 +20,10 @@ class StoreCommand {
 
  private:
   int print_history(Store& store) const;
+  int run_import() const;
 
-  CLI::App *history_, *store_, *rebuild_;
-  std::string url_ = default_store_url(), workload_, metric_, kernel_, instance_, dir_;
+  CLI::App *history_, *store_, *rebuild_, *migrate_, *import_;
+  std::string url_ = default_store_url(), workload_, metric_, kernel_, instance_, dir_, from_, host_;
 };
 
 }  // namespace schedlab

@@ -19,13 +19,16 @@
 #include "core/disk_full.hpp"
 #include "core/error.hpp"
 #include "core/file_lock.hpp"
+#include "daemon/attempt_files.hpp"
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/campaign_experiments.hpp"
+#include "daemon/database_wait.hpp"
 #include "daemon/exporter/exporter.hpp"
 #include "daemon/lab_boot.hpp"
 #include "daemon/schedule.hpp"
 #include "daemon/step_argv.hpp"
 #include "daemon/step_process.hpp"
+#include "daemon/store/pg.hpp"
 #include "daemon/store/store.hpp"
 #include "kernels/process.hpp"
 
@@ -54,66 +57,11 @@ FreeSpace free_space(fs::path path) {
   return {static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize, static_cast<std::uint64_t>(st.f_favail)};
 }
 
-// The store's file from its URL ("sqlite:///var/lib/schedlab/store.db", or a plain path).
+// The SQLite store's file; empty for a PostgreSQL store (the server's disk is not this box's to watch).
 fs::path store_file(const std::string& url) {
+  if (pg::is_postgres_url(url)) return {};
   const std::string scheme = "sqlite://";
   return url.rfind(scheme, 0) == 0 ? fs::path(url.substr(scheme.size())) : fs::path(url);
-}
-
-// The step's bundle: the one file under the attempt directory that loads as a bundle.
-std::optional<fs::path> find_bundle(const fs::path& dir) {
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().extension() != ".json") continue;
-    try {
-      load_bundle(it->path());
-      return it->path();
-    } catch (const InputError&) {  // a boot record or console capture, not a bundle
-    }
-  }
-  return std::nullopt;
-}
-
-// fsyncs a directory, so that what was created or renamed in it survives a power cut: the store
-// commits a step only once the disk holds what it refers to.
-void sync_directory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw SystemError("opening " + dir.string(), errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) throw SystemError("fsync " + dir.string(), err);
-}
-
-// Creates `dir` and whatever is missing above it, each new directory's entry made durable in its parent.
-void create_durable_directories(const fs::path& dir) {
-  std::vector<fs::path> missing;
-  for (fs::path p = dir; !p.empty() && !fs::exists(p); p = p.parent_path()) missing.push_back(p);
-  fs::create_directories(dir);
-  for (const auto& p : missing) sync_directory(p.parent_path().empty() ? "." : p.parent_path());
-}
-
-// Every directory under `dir` and `dir` itself, deepest first: the bundle's entries made durable.
-void sync_tree(const fs::path& dir) {
-  std::vector<fs::path> dirs{dir};
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_directory()) dirs.push_back(it->path());
-  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) sync_directory(*d);
-}
-
-// Moves an attempt directory out of the way as ATTEMPT.discarded (ATTEMPT-2.discarded, ... when that
-// is taken: an earlier store's attempt of the same name), durably. Returns where it went.
-fs::path set_aside(const fs::path& attempt_dir) {
-  fs::path kept = attempt_dir.string() + ".discarded";
-  for (int n = 2; fs::exists(kept); ++n) kept = fmt::format("{}-{}.discarded", attempt_dir.string(), n);
-  std::error_code ec;
-  fs::rename(attempt_dir, kept, ec);
-  if (ec) throw Error("cannot set aside " + attempt_dir.string() + ": " + ec.message());
-  sync_directory(attempt_dir.parent_path());
-  return kept;
 }
 
 // One daemon per campaign: the lock is held for the daemon's life, next to the step marker, and the
@@ -149,7 +97,7 @@ class Daemon {
         log_(options.log_level),
         campaign_(std::move(campaign)),
         lock_(campaign_.output / ".daemon", campaign_.name, file_safe_name(campaign_.name)),
-        store_(open_store(campaign_.store_url)),
+        store_(open_store(campaign_.store_url, campaign_.exporter.host)),
         process_(campaign_.output / ".daemon" / (file_safe_name(campaign_.name) + ".step"),
                  options.isolation != "session") {
     // Which box this is, for the exporter's `class` label: read once, at start-up (a reboot starts anew).
@@ -158,13 +106,17 @@ class Daemon {
     if (!campaign_.exporter.listen.empty() || !campaign_.exporter.pushgateway.empty())
       exporter_ = std::make_unique<Exporter>(campaign_.exporter);
     if (options.pause_at == "store-write") store_->set_commit_hook([this] { pause("store-write"); });
-    if (exporter_) exporter_->set_disk_paths({campaign_.output.string(), store_file_.string()});
+    if (exporter_)
+      exporter_->set_disk_paths(
+          store_file_.empty() ? std::vector<std::string>{campaign_.output.string()}
+                              : std::vector<std::string>{campaign_.output.string(), store_file_.string()});
   }
 
   int run() {
     log_.info(fmt::format(
         "campaign '{}' from {}: {} step(s), store {}, steps isolated by {}{}", campaign_.name,
-        campaign_.file.string(), expand_plan(campaign_).size(), campaign_.store_url, process_.isolation(),
+        campaign_.file.string(), expand_plan(campaign_).size(), pg::redacted(campaign_.store_url),
+        process_.isolation(),
         exporter_ && !campaign_.exporter.listen.empty()
             ? fmt::format(", metrics on {} (port {})", campaign_.exporter.listen, exporter_->port())
             : ""));
@@ -337,6 +289,10 @@ class Daemon {
         return complete;
       } catch (const DiskFullError& e) {
         if (!wait_for_space(run, e.file(), e.what())) return false;
+      } catch (const pg::DatabaseUnavailable& e) {
+        // Between steps (a step's begin, the plan's progress): nothing measured is waiting; once the store
+        // answers, the run resumes as after a restart.
+        if (!database_away("running the campaign", e)) return false;
       } catch (const SystemError& e) {
         if (!is_disk_full(e.code())) throw;
         if (!wait_for_space(run, campaign_.output, e.what()))
@@ -720,8 +676,39 @@ class Daemon {
     return record_outcome(run, step, attempt_dir, exit, "resume.log");
   }
 
+  // A step's end, recorded through a database that went away (a PostgreSQL store restarted): the bundle
+  // stays on disk and the daemon retries with backoff until the store answers, then indexes it. False when
+  // stopped meanwhile: the step stays running in the store, to be discarded and rerun by the next daemon.
+  bool end_step_through_outage(const CampaignRun& run, const std::string& key, StepStatus status,
+                               const std::optional<fs::path>& bundle_path, const Bundle* bundle,
+                               const std::string& reason) {
+    const std::string doing =
+        "recording step " + key +
+        (bundle_path ? " (its bundle waits on disk: " + bundle_path->string() + ")" : "");
+    for (;;) {
+      try {
+        store_->end_step(run.id, key, status, bundle_path, bundle, reason);
+        database_back(doing);
+        return true;
+      } catch (const pg::DatabaseUnavailable& e) {
+        if (!database_away(doing, e)) return false;
+      }
+    }
+  }
+
+  // The store did not answer: said on /metrics and in the journal, then waited out. False when stopped.
+  bool database_away(const std::string& doing, const std::exception& e) {
+    if (exporter_) exporter_->set_store_unavailable(true);
+    return database_.wait(doing, e, [this] { return stopping(); });
+  }
+  void database_back(const std::string& what) {
+    if (!database_.waiting()) return;
+    database_.answered(what);
+    if (exporter_) exporter_->set_store_unavailable(false);
+  }
+
   void fail_step(const CampaignRun& run, const std::string& key, const std::string& why) {
-    store_->end_step(run.id, key, StepStatus::kFailed, std::nullopt, nullptr, why);
+    if (!end_step_through_outage(run, key, StepStatus::kFailed, std::nullopt, nullptr, why)) return;
     space_is_back("step " + key + " (failed)");
     if (exporter_) exporter_->count_step_failed();
     log_.error("step " + key + " failed: " + why);
@@ -746,8 +733,10 @@ class Daemon {
         failed += r.status == status::kFailed;
         timed_out += r.status == status::kTimeout;
       }
-    store_->end_step(run.id, step.key, StepStatus::kFinished, fs::absolute(*bundle_path), &bundle,
-                     failed + timed_out ? fmt::format("{} failed, {} timed out", failed, timed_out) : "");
+    if (!end_step_through_outage(
+            run, step.key, StepStatus::kFinished, fs::absolute(*bundle_path), &bundle,
+            failed + timed_out ? fmt::format("{} failed, {} timed out", failed, timed_out) : ""))
+      return false;
     space_is_back("step " + step.key);
     if (exporter_) {
       exporter_->count_step_recorded(bundle);
@@ -802,6 +791,7 @@ class Daemon {
   std::set<std::int64_t> runs_here_;
   std::int64_t clock_back_logged_ = 0;
   fs::path store_file_ = store_file(campaign_.store_url);
+  DatabaseBackoff database_{log_};
   // While the daemon waits for space (on_disk_full = "wait"): where, and since when.
   struct DiskWait {
     fs::path path;  // of the latest refused write

@@ -74,6 +74,17 @@ std::string shared_label(const std::vector<LoadedBundle>& bundles) {
 
 }  // namespace
 
+namespace {
+// Trials in the order they started; the side named by its shared label, else its spec.
+void ordered_and_named(Side& side) {
+  std::stable_sort(side.bundles.begin(), side.bundles.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.bundle.started_at, a.bundle.trial) < std::tie(b.bundle.started_at, b.bundle.trial);
+  });
+  auto label = shared_label(side.bundles);
+  side.name = label.empty() ? side.spec : label;
+}
+}  // namespace
+
 Side load_side(const std::string& spec, const fs::path& store_dir) {
   Side side;
   side.spec = spec;
@@ -97,11 +108,28 @@ Side load_side(const std::string& spec, const fs::path& store_dir) {
                        " has that label or a configuration hash starting with it");
     }
   }
-  std::stable_sort(side.bundles.begin(), side.bundles.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.bundle.started_at, a.bundle.trial) < std::tie(b.bundle.started_at, b.bundle.trial);
-  });
-  auto label = shared_label(side.bundles);
-  side.name = label.empty() ? spec : label;
+  ordered_and_named(side);
+  return side;
+}
+
+Side load_side_from_files(const std::string& spec, const std::vector<fs::path>& files,
+                          const std::string& where) {
+  Side side;
+  side.spec = spec;
+  for (const auto& f : files) {
+    try {
+      side.bundles.push_back({f, load_bundle(f)});
+    } catch (const InputError& e) {  // indexed, but not readable here (another box's disk, or gone)
+      side.warnings.push_back(std::string("skipped an indexed bundle: ") + e.what());
+    }
+  }
+  if (side.bundles.empty())
+    throw InputError(
+        spec + ": " +
+        (files.empty() ? "no bundle in " + where + " has that label or a configuration hash starting with it"
+                       : std::to_string(files.size()) + " bundle(s) in " + where +
+                             " have that label, and none loads on this machine"));
+  ordered_and_named(side);
   return side;
 }
 

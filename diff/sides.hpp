@@ -24,6 +24,12 @@ struct Side {
 // Throws InputError naming the spec (or the bundle's file and JSON path) when nothing usable is found.
 Side load_side(const std::string& spec, const std::filesystem::path& store_dir);
 
+// A side of the bundles a store's index names for `spec` (daemon/store: Store::bundle_paths), loaded from
+// their files; an indexed file this machine cannot read or load becomes a warning naming it. InputError
+// when none loads.
+Side load_side_from_files(const std::string& spec, const std::vector<std::filesystem::path>& files,
+                          const std::string& where);
+
 // Names the sides for tables and JSON, short and distinct, the same rule for all: their labels; else
 // their kernel releases (less what they all share, "-amd64") and/or configurations (a runtime
 // configuration's name, else the scheduler), "6.1.0-50" and "6.12.100+deb12"; else each one's shortest

@@ -338,8 +338,8 @@ TEST(CampaignErrors, ScheduleStoreOutputAndConfigurations) {
                "schedule '*-*-* 25:00': hour out of range");
   expect_error(with("schedule", "\"daily Europe/Berlin\""), 3, "[campaign] schedule",
                "time zone 'Europe/Berlin' is not supported");
-  expect_error(with("store", "\"postgresql://db/schedlab\""), 4, "[campaign] store",
-               "PostgreSQL stores are not implemented yet");
+  expect_error(with("store", "\"postgresql://db/sched lab\""), 4, "[campaign] store",
+               "a PostgreSQL URI has no spaces");
   expect_error(with("store", "\"mysql://db\""), 4, "[campaign] store", "expected sqlite:///ABSOLUTE/PATH");
   expect_error(with("store", "\"sqlite://store.db\""), 4, "[campaign] store", "three slashes");
   expect_error(with("output", "\"bundles\""), 5, "[campaign] output", "expected an absolute directory");

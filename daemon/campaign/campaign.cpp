@@ -146,14 +146,17 @@ toml::table parse_toml(const fs::path& file, const std::string& bytes) {
   }
 }
 
-// "sqlite:///var/lib/schedlab/store.db" is the one store there is; PostgreSQL is designed for, not built.
+// "sqlite:///ABSOLUTE/PATH" for one box, or a PostgreSQL URI (libpq's postgresql://...) for a lab's shared
+// store; the URI's own faults (a bad parameter) are libpq's to name, when the daemon connects.
 void check_store(const Reader& r, const toml::node& node, const std::string& url) {
   const std::string key = "[campaign] store";
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    r.fail(node, key, "PostgreSQL stores are not implemented yet; use sqlite:///ABSOLUTE/PATH");
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    if (url.find_first_of(" \t\n") != std::string::npos)
+      r.fail(node, key, "a PostgreSQL URI has no spaces (percent-encode them)");
+    return;
+  }
   if (url.rfind("sqlite://", 0) != 0)
-    r.fail(node, key,
-           "'" + url + "': expected sqlite:///ABSOLUTE/PATH (postgresql:// is not implemented yet)");
+    r.fail(node, key, "'" + url + "': expected sqlite:///ABSOLUTE/PATH or postgresql://...");
   const std::string path = url.substr(std::string("sqlite://").size());
   if (path.empty() || path.front() != '/' || path.back() == '/')
     r.fail(node, key, "'" + url + "': expected sqlite:///ABSOLUTE/PATH (three slashes, then a file)");

@@ -316,6 +316,14 @@ struct Exporter::Impl {
               "its store), a write there having been refused: ENOSPC or EDQUOT; 0 otherwise")
           .Register(*registry);
   std::map<std::string, prometheus::Gauge*> disk_full_series;
+  prometheus::Gauge& store_unavailable =
+      prometheus::BuildGauge()
+          .Name("schedlab_daemon_store_unavailable")
+          .Help(
+              "1 while the daemon's database does not answer and it retries with backoff (a step's bundle "
+              "waits on disk to be indexed); 0 otherwise")
+          .Register(*registry)
+          .Add({});
   prometheus::Counter& started = step_counter("started", "Steps started");
   prometheus::Counter& finished =
       step_counter("finished", "Steps ended, whatever their outcome: recorded with a bundle, or failed");
@@ -495,6 +503,10 @@ void Exporter::set_disk_full(const std::string& path) {
   if (!path.empty() && !impl_->disk_full_series.count(path))
     impl_->disk_full_series[path] = &impl_->disk_full.Add({{"path", path}});
   for (auto& [p, gauge] : impl_->disk_full_series) gauge->Set(p == path ? 1 : 0);
+}
+
+void Exporter::set_store_unavailable(bool unavailable) {
+  impl_->store_unavailable.Set(unavailable ? 1 : 0);
 }
 
 void Exporter::set_plan_steps(int total) {

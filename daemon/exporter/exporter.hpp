@@ -35,6 +35,8 @@ class Exporter {
   // others at 0 while the daemon waits for space there; "" puts them all back at 0.
   void set_disk_paths(const std::vector<std::string>& paths);
   void set_disk_full(const std::string& path);
+  // schedlab_daemon_store_unavailable: 1 while the store's database does not answer (the daemon retries).
+  void set_store_unavailable(bool unavailable);
   void count_started();
   // A step ended with its bundle recorded: finished, timed_out when a repetition timed out, and its
   // timed repetitions by status in schedlab_steps_repetitions_total.

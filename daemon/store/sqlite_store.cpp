@@ -140,6 +140,19 @@ class SqliteStore : public Store {
     return out;
   }
 
+  std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) override {
+    sql::Statement q(db_, R"(
+      SELECT path FROM bundles
+      WHERE (label = ?1 OR configuration = ?1
+             OR (length(?1) >= 4 AND substr(configuration_hash, 1, length(?1)) = ?1))
+        AND (?2 = '' OR host = ?2)
+      ORDER BY started_at, id)");
+    q.bind_all(query, host);
+    std::vector<std::string> out;
+    while (q.step()) out.push_back(q.text(0));
+    return out;
+  }
+
   std::vector<std::string> metric_names(const std::string& workload) override {
     sql::Statement q(db_, R"(
       SELECT DISTINCT m.name FROM metrics m JOIN repetitions r ON m.repetition_id = r.id
@@ -195,6 +208,24 @@ class SqliteStore : public Store {
     q.bind_all(campaign);
     q.step();
     return q.text(0);
+  }
+
+  std::vector<CampaignRun> runs() override {
+    sql::Statement q(db_,
+                     "SELECT id, campaign, content_hash, scheduled_for, started_at, finished_at, status, "
+                     "steps_total FROM campaign_runs ORDER BY id");
+    std::vector<CampaignRun> out;
+    while (q.step())
+      out.push_back({q.integer(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), q.text(6),
+                     static_cast<int>(q.integer(7))});
+    return out;
+  }
+
+  std::map<std::string, std::string> campaigns_first_seen() override {
+    sql::Statement q(db_, "SELECT name, first_seen FROM campaigns");
+    std::map<std::string, std::string> out;
+    while (q.step()) out[q.text(0)] = q.text(1);
+    return out;
   }
 
   void record_change(const ChangeRecord& c) override {
@@ -283,21 +314,7 @@ class SqliteStore : public Store {
   }
 
   int rebuild(const std::filesystem::path& dir, std::vector<std::string>& skipped) override {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec))
-      throw InputError(dir.string() + ": not a directory of bundles");
-    std::vector<std::filesystem::path> files;
-    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      // Attempts the daemon discarded (a killed or abandoned step) were never results.
-      if (it->is_directory() && it->path().extension() == ".discarded") {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
-    }
-    if (ec) throw Error(dir.string() + ": cannot list: " + ec.message());
-    std::sort(files.begin(), files.end());
+    const auto files = bundle_files(dir);
     {
       sql::Transaction tx(db_);
       db_.exec("DELETE FROM metrics; DELETE FROM repetitions; DELETE FROM bundles; DELETE FROM kernels;");
@@ -410,34 +427,9 @@ std::string configuration_name(const Bundle& bundle) {
   return bundle.configuration.value("kernel_release", "unknown");
 }
 
-namespace {
-std::string store_path(const std::string& url) {
-  std::string path = url;
-  const std::string sqlite = "sqlite://";
-  if (url.rfind(sqlite, 0) == 0)
-    path = url.substr(sqlite.size());
-  else if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    throw InputError("store '" + url + "': PostgreSQL stores are not implemented yet (use sqlite:///PATH)");
-  else if (url.find("://") != std::string::npos)
-    throw InputError("store '" + url + "': unknown scheme (expected sqlite:///PATH)");
-  if (path.empty()) throw InputError("store '" + url + "': no database path");
-  return path;
-}
-}  // namespace
-
-std::unique_ptr<Store> open_store_to_read(const std::string& url) {
-  const std::filesystem::path path = store_path(url);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError("no store at " + path.string());
-  return std::make_unique<SqliteStore>(path, SqliteStore::ForReading{});
-}
-
-std::unique_ptr<Store> open_store(const std::string& url) {
-  const std::string path = store_path(url);
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  return std::make_unique<SqliteStore>(path);
+std::unique_ptr<Store> open_sqlite_store(const std::filesystem::path& file, bool for_reading) {
+  if (for_reading) return std::make_unique<SqliteStore>(file, SqliteStore::ForReading{});
+  return std::make_unique<SqliteStore>(file);
 }
 
 }  // namespace schedlab

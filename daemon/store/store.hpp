@@ -1,7 +1,8 @@
 #pragma once
 // The store indexes result bundles (runs, repetitions, metrics, kernel identities) and keeps the
 // daemon's campaign progress. Bundles on disk stay the source of truth: the index can be rebuilt
-// from them. SQLite implements it (sqlite_store.hpp); a PostgreSQL store would implement the same.
+// from them. SQLite implements it for one box (sqlite_store.cpp), PostgreSQL for a lab whose boxes share one
+// database (postgres_store.cpp).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -82,6 +83,10 @@ class Store {
   // (6 characters or more).
   virtual std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
                                             const std::string& kernel, const std::string& instance) = 0;
+  // The indexed bundles a diff side names: `query` is a label, a configuration name or a prefix of a
+  // configuration hash (4 characters or more); `host` (empty: any) a hostname. Paths as indexed, oldest
+  // first.
+  virtual std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) = 0;
   // The metric names indexed for `workload` (any status), sorted: what `history --metric` can name.
   virtual std::vector<std::string> metric_names(const std::string& workload) = 0;
   // Median wall seconds of one timed repetition per "WORKLOAD/PARAMS_HASH" (resolved parameters, as
@@ -96,6 +101,10 @@ class Store {
   virtual void end_run(std::int64_t run, const std::string& status) = 0;
   // When the daemon first saw a campaign (a schedule's persistence starts there); recorded on first call.
   virtual std::string first_seen(const std::string& campaign) = 0;
+  // Every campaign run, oldest first, and every campaign's first sighting (campaign -> timestamp): what
+  // `store import` copies from one store into another.
+  virtual std::vector<CampaignRun> runs() = 0;
+  virtual std::map<std::string, std::string> campaigns_first_seen() = 0;
 
   virtual std::map<std::string, StepRecord> steps(std::int64_t run) = 0;
   // Marks a step running with one more attempt, before its process starts.
@@ -131,11 +140,20 @@ class Store {
   std::function<void()> commit_hook_;
 };
 
-// "sqlite:///var/lib/schedlab/store.db" (or a plain path). Throws InputError for other schemes.
-std::unique_ptr<Store> open_store(const std::string& url);
+// "sqlite:///var/lib/schedlab/store.db" (or a plain path), or "postgresql://USER@HOST:PORT/DB?..." (libpq's
+// URI; the schema is created or upgraded on opening). Throws InputError for other schemes. `host` scopes a
+// shared store's campaign progress to one box ("": this machine's hostname); SQLite has one box.
+std::unique_ptr<Store> open_store(const std::string& url, const std::string& host = "");
 // The same for a reader (`schedlab history`): never creates a file or a directory, nor changes the
 // schema. Throws InputError "no store at PATH" when there is none, and for a file that is not a store.
-std::unique_ptr<Store> open_store_to_read(const std::string& url);
+std::unique_ptr<Store> open_store_to_read(const std::string& url, const std::string& host = "");
+// An SQLite store (sqlite_store.cpp); open_store chooses it for sqlite:// URLs and plain paths.
+std::unique_ptr<Store> open_sqlite_store(const std::filesystem::path& file, bool for_reading);
+
+// Every bundle file (*.json) under `dir`, sorted, leaving out the attempts the daemon discarded
+// (*.discarded directories: a killed or abandoned step's, never results). InputError when `dir` is not a
+// directory.
+std::vector<std::filesystem::path> bundle_files(const std::filesystem::path& dir);
 
 // The configuration a bundle measured, as dashboards and history name it: its label when one was
 // given, else the kernel release (on the running kernel).
