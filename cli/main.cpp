@@ -19,6 +19,7 @@
 #include "cli/daemon_command.hpp"
 #include "cli/diff_command.hpp"
 #include "cli/kernel_command.hpp"
+#include "cli/queue_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/store_command.hpp"
 #include "cli/workload_table.hpp"
@@ -621,6 +622,7 @@ int run_cli(int argc, char** argv) {
   ReportCommand report(app);
   KernelCommand kernel(app);
   StoreCommand store(app);
+  QueueCommand queue(app);
   DaemonCommand daemon(app);
   CampaignCommand campaign(app);
   ChangesCommand changes(app);
@@ -654,6 +656,7 @@ int run_cli(int argc, char** argv) {
     if (report.chosen()) return report.run();
     if (kernel.chosen()) return kernel.run();
     if (store.chosen()) return store.run();
+    if (queue.chosen()) return queue.run();
     if (daemon.chosen()) return daemon.run();
     if (campaign.chosen()) return campaign.run();
     if (changes.chosen()) return changes.run();

@@ -38,7 +38,18 @@ class DaemonProcess {
   // `path`: the daemon's PATH when given (the lab-boot tests put an interlock first in it).
   DaemonProcess(const std::filesystem::path& config, const std::filesystem::path& log,
                 const std::string& pause_at = "", const std::string& path = "")
+      : DaemonProcess(std::vector<std::string>{"--config", config.string()}, log, pause_at, path) {}
+
+  // `schedlab daemon ARGS... --log-level debug` (a queue daemon: --queue URL --host NAME ...).
+  DaemonProcess(const std::vector<std::string>& args, const std::filesystem::path& log,
+                const std::string& pause_at = "", const std::string& path = "")
       : log_(log) {
+    std::vector<std::string> argv{SCHEDLAB_BINARY, "daemon"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--log-level", "debug"});
+    std::vector<char*> c_argv;
+    for (auto& a : argv) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
       if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
@@ -50,8 +61,7 @@ class DaemonProcess {
       std::FILE* f = std::freopen(log.c_str(), "a", stderr);
       if (!f) ::_exit(125);
       ::dup2(STDERR_FILENO, STDOUT_FILENO);
-      ::execl(SCHEDLAB_BINARY, SCHEDLAB_BINARY, "daemon", "--config", config.c_str(), "--log-level", "debug",
-              static_cast<char*>(nullptr));
+      ::execv(SCHEDLAB_BINARY, c_argv.data());
       ::_exit(127);
     }
   }

@@ -1,0 +1,223 @@
+// The lab's work queue against a real PostgreSQL server (started by the test on a temp dir) and real
+// `schedlab daemon --queue` processes with different host names and classes: four boxes drain one queue
+// while one is SIGKILLed mid-step, every step done once and every bundle indexed once; a step for a class
+// no daemon has stays queued and `schedlab queue` says so; the database restarted mid-campaign loses and
+// duplicates nothing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "cli_util.hpp"
+#include "daemon/store/pg.hpp"
+#include "daemon/store/store.hpp"
+#include "daemon_process.hpp"
+#include "postgres_server.hpp"
+#include "prometheus_server.hpp"
+#include "test_util.hpp"
+
+namespace schedlab {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::DaemonProcess;
+using testing::PostgresServer;
+using testing::TempDir;
+
+class QueueTest : public ::testing::Test {
+ protected:
+  // A campaign of `trials` steps on the running kernel: one yield instance of `yields` yields, 1 repetition.
+  fs::path campaign(const std::string& name, int trials, int yields) {
+    const fs::path file = dir_.path() / (name + ".toml");
+    testing::spit(
+        file, "[campaign]\nname = \"" + name + "\"\nschedule = \"once\"\nstore = \"" + server_.url() +
+                  "\"\noutput = \"" + (dir_.path() / "bundles").string() +
+                  "\"\nconfigurations = [\"running\"]\ntrials = " + std::to_string(trials) +
+                  "\ncounters = false\nsettle_timeout_s = 0\n[exporter]\nlisten = \"\"\n[[workload]]\nname = "
+                  "\"yield\"\nrepetitions = 1\nparams = { yields = " +
+                  std::to_string(yields) + " }\n");
+    return file;
+  }
+
+  testing::Outcome schedlab(const std::string& args) {
+    return testing::sh(std::string(SCHEDLAB_BINARY) + " " + args);
+  }
+
+  std::unique_ptr<DaemonProcess> box(const std::string& host, const std::string& label, double lease_s = 3,
+                                     const std::string& listen = "") {
+    return std::make_unique<DaemonProcess>(
+        std::vector<std::string>{"--queue", server_.url(), "--host", host, "--host-label", label, "--output",
+                                 (dir_.path() / "bundles").string(), "--lease", std::to_string(lease_s),
+                                 "--poll", "0.2", "--drain", "--listen", listen},
+        dir_.path() / (host + ".log"));
+  }
+
+  // The port a daemon started with --listen 127.0.0.1:0 serves /metrics on, from its log; 0 until logged.
+  static int metrics_port(DaemonProcess& daemon) {
+    const std::string text = daemon.log_text();
+    const auto at = text.find("(port ");
+    return at == std::string::npos ? 0 : std::stoi(text.substr(at + 6));
+  }
+
+  // SUBMISSION:STEP_KEY -> the column's value, of every queued step.
+  std::map<std::string, std::string> step_rows(const std::string& column) {
+    pg::Connection db(server_.url());
+    auto r = db.query("SELECT submission_id || ':' || step_key, " + column +
+                      "::text FROM queue_steps ORDER BY submission_id, step_index");
+    std::map<std::string, std::string> out;
+    for (int i = 0; i < r.rows(); ++i) out[r.text(i, 0)] = r.text(i, 1);
+    return out;
+  }
+
+  TempDir dir_;
+  PostgresServer server_;
+};
+
+TEST_F(QueueTest, FourBoxesDrainOneQueueWhileOneIsKilledMidStepEveryStepOnce) {
+  constexpr int kSteps = 16;
+  const auto submitted = schedlab("submit " + campaign("nightly", kSteps, 300000).string() + " --queue '" +
+                                  server_.url() + "' --hosts 'lab-*'");
+  ASSERT_EQ(submitted.code, 0) << submitted.out;
+  EXPECT_NE(submitted.out.find("16 step(s) of campaign 'nightly' queued for hosts 'lab-*'"),
+            std::string::npos)
+      << submitted.out;
+  const auto orphan = schedlab("submit " + campaign("big-numa", 1, 20000).string() + " --queue '" +
+                               server_.url() + "' --hosts 'numa-*'");
+  ASSERT_EQ(orphan.code, 0) << orphan.out;
+
+  auto victim = box("box-1", "lab-a");
+  ASSERT_TRUE(victim->wait_for_log("step t1/running/yield", 1, 60) || victim->wait_for_log("step t", 1, 1))
+      << victim->log_text();
+  victim->kill_hard();  // mid-step: its step is claimed, its lease will run out
+  std::vector<std::unique_ptr<DaemonProcess>> boxes;
+  boxes.push_back(box("box-2", "lab-a"));
+  boxes.push_back(box("box-3", "lab-b"));
+  boxes.push_back(box("box-4", "lab-b"));
+  for (auto& b : boxes) {
+    EXPECT_EQ(b->wait(), 0) << b->log_text();
+    EXPECT_NE(b->log_text().find("drained"), std::string::npos) << b->log_text();
+  }
+  // The killed box comes back: it kills what its step left running and finds nothing of its own to resume.
+  auto back = box("box-1", "lab-a");
+  EXPECT_EQ(back->wait(), 0) << back->log_text();
+
+  const auto status = step_rows("status");
+  const auto reclaimed = step_rows("reclaimed_from");
+  int finished = 0, taken_over = 0;
+  for (const auto& [key, s] : status) {
+    if (key == "2:t1/running/yield") continue;  // the numa submission's step, never claimed
+    finished += s == "finished";
+    taken_over += reclaimed.at(key) == "box-1";
+  }
+  EXPECT_EQ(finished, kSteps);
+  EXPECT_EQ(taken_over, 1) << "box-1's step was taken over once its lease ran out";
+  pg::Connection db(server_.url());
+  EXPECT_EQ(db.query("SELECT count(*) FROM queue_steps WHERE status = 'queued'").integer(0, 0), 1);
+  // Every bundle indexed once: one per finished step, each repetition once, bundle paths the steps name.
+  auto store = open_store_to_read(server_.url());
+  EXPECT_EQ(store->bundle_count(), kSteps);
+  EXPECT_EQ(store->repetition_count(), kSteps);
+  EXPECT_EQ(
+      db.query("SELECT count(DISTINCT bundle_path) FROM queue_steps WHERE status = 'finished'").integer(0, 0),
+      kSteps);
+  EXPECT_EQ(
+      db.query("SELECT count(*) FROM queue_steps q JOIN bundles b ON b.path = q.bundle_path").integer(0, 0),
+      kSteps);
+  EXPECT_EQ(
+      db.query("SELECT count(DISTINCT claimed_by) FROM queue_steps WHERE status = 'finished'").integer(0, 0),
+      3)
+      << "the three live boxes each ran some";
+
+  const auto shown = schedlab("queue --queue '" + server_.url() + "'");
+  ASSERT_EQ(shown.code, 0) << shown.out;
+  EXPECT_NE(shown.out.find("1 step(s) wait for hosts 'numa-*': no daemon of that class or name"),
+            std::string::npos)
+      << shown.out;
+}
+
+TEST_F(QueueTest, TheDatabaseRestartedMidCampaignLosesAndDuplicatesNothing) {
+  constexpr int kSteps = 12;
+  ASSERT_EQ(
+      schedlab("submit " + campaign("nightly", kSteps, 300000).string() + " --queue '" + server_.url() + "'")
+          .code,
+      0);
+  auto a = box("box-a", "lab-a", 30, "127.0.0.1:0");
+  auto b = box("box-b", "lab-b", 30);
+  // After a few steps are recorded, the server goes down for a few seconds while steps run; box-a says so
+  // on /metrics meanwhile.
+  ASSERT_TRUE(a->wait_for_log(" done in ", 2, 60)) << a->log_text();
+  const int port = metrics_port(*a);
+  ASSERT_GT(port, 0) << a->log_text();
+  EXPECT_NE(testing::http_get(port, "/metrics").body.find("schedlab_daemon_store_unavailable 0"),
+            std::string::npos);
+  server_.stop();
+  EXPECT_TRUE(testing::wait_until(
+      [&] {
+        return testing::http_get(port, "/metrics").body.find("schedlab_daemon_store_unavailable 1") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << a->log_text();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  server_.start();
+  EXPECT_EQ(a->wait(), 0) << a->log_text();
+  EXPECT_EQ(b->wait(), 0) << b->log_text();
+  const std::string logs = a->log_text() + b->log_text();
+  EXPECT_NE(logs.find("database unavailable while"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("database is back after"), std::string::npos) << logs;
+
+  const auto status = step_rows("status");
+  int finished = 0;
+  for (const auto& [key, s] : status) finished += s == "finished";
+  EXPECT_EQ(finished, kSteps);
+  auto store = open_store_to_read(server_.url());
+  EXPECT_EQ(store->bundle_count(), kSteps);
+  EXPECT_EQ(store->repetition_count(), kSteps);
+  // Nothing measured was lost: every bundle on disk that a step finished with is the one indexed.
+  std::set<std::string> on_disk;
+  for (const auto& f : bundle_files(dir_.path() / "bundles"))
+    on_disk.insert(fs::weakly_canonical(f).string());
+  for (const auto& p : store->history("yield", "ns_per_yield", "", ""))
+    EXPECT_TRUE(on_disk.count(p.bundle_path)) << p.bundle_path;
+}
+
+// The campaign daemon (--config) on a PostgreSQL store: its plan recorded once, through a restart of the
+// database in the middle of it.
+TEST_F(QueueTest, ACampaignDaemonOnAPostgresStoreRecordsItsPlanOnceThroughADatabaseRestart) {
+  constexpr int kSteps = 10;
+  DaemonProcess daemon(campaign("nightly", kSteps, 300000), dir_.path() / "campaign.log");
+  ASSERT_TRUE(daemon.wait_for_log(" done in ", 2, 60)) << daemon.log_text();
+  server_.stop();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  server_.start();
+  EXPECT_EQ(daemon.wait(), 0) << daemon.log_text();
+  EXPECT_NE(daemon.log_text().find("database unavailable while"), std::string::npos) << daemon.log_text();
+  EXPECT_NE(daemon.log_text().find("database is back after"), std::string::npos) << daemon.log_text();
+  auto store = open_store_to_read(server_.url());
+  EXPECT_EQ(store->bundle_count(), kSteps);
+  EXPECT_EQ(store->repetition_count(), kSteps);
+  const auto run = store->last_run("nightly");
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "finished");
+  int finished = 0;
+  for (const auto& [key, step] : store->steps(run->id)) finished += step.status == StepStatus::kFinished;
+  EXPECT_EQ(finished, kSteps);
+}
+
+TEST_F(QueueTest, SubmitRefusesWhatAQueueCannotRunAndBadPatterns) {
+  const auto file = campaign("nightly", 2, 20000);
+  auto bad = schedlab("submit " + file.string() + " --queue '" + server_.url() + "' --hosts 'lab-[ab]'");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("[ ] classes are not supported"), std::string::npos) << bad.out;
+  bad = schedlab("submit " + file.string() + " --queue sqlite:///tmp/x.db");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("expected a PostgreSQL URL"), std::string::npos) << bad.out;
+  const auto shown = schedlab("queue --queue '" + server_.url() + "'");
+  EXPECT_EQ(shown.code, 0) << shown.out;
+  EXPECT_NE(shown.out.find("is empty"), std::string::npos) << shown.out;
+}
+
+}  // namespace
+}  // namespace schedlab
