@@ -166,7 +166,7 @@ class PostgresStore : public Store {
     auto q = db_.query(R"(
       SELECT path FROM bundles
       WHERE (label = $1 OR configuration = $1
-             OR (length($1) >= 4 AND substr(configuration_hash, 1, length($1)) = $1))
+             OR (length($1) >= 6 AND substr(configuration_hash, 1, length($1)) = $1))
         AND ($2::text = '' OR host = $2 OR host_class = $2)
       ORDER BY started_at, id)",
                        query, host);

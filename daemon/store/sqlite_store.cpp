@@ -144,7 +144,7 @@ class SqliteStore : public Store {
     sql::Statement q(db_, R"(
       SELECT path FROM bundles
       WHERE (label = ?1 OR configuration = ?1
-             OR (length(?1) >= 4 AND substr(configuration_hash, 1, length(?1)) = ?1))
+             OR (length(?1) >= 6 AND substr(configuration_hash, 1, length(?1)) = ?1))
         AND (?2 = '' OR host = ?2)
       ORDER BY started_at, id)");
     q.bind_all(query, host);

@@ -84,8 +84,8 @@ class Store {
   virtual std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
                                             const std::string& kernel, const std::string& instance) = 0;
   // The indexed bundles a diff side names: `query` is a label, a configuration name or a prefix of a
-  // configuration hash (4 characters or more); `host` (empty: any) a hostname. Paths as indexed, oldest
-  // first.
+  // configuration hash (6 characters or more); `host` (empty: any) a hostname (or, in PostgreSQL, a class
+  // shape). Paths as indexed, oldest first.
   virtual std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) = 0;
   // The metric names indexed for `workload` (any status), sorted: what `history --metric` can name.
   virtual std::vector<std::string> metric_names(const std::string& workload) = 0;
