@@ -16,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "daemon/store/history_points.hpp"
 #include "daemon/store/pg.hpp"
 #include "daemon/store/postgres_store.hpp"
 
@@ -139,27 +140,13 @@ class PostgresStore : public Store {
         AND ($5::text = '' OR b.host = $5 OR b.host_class = $5)
       ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)",
                        workload, metric, kernel, instance, host);
-    std::vector<HistoryPoint> out;
-    std::vector<double> values;
-    std::int64_t current_bundle = -1;
-    auto flush = [&] {
-      if (values.empty()) return;
-      out.back().median = median(values);
-      out.back().repetitions = static_cast<int>(values.size());
-      values.clear();
-    };
-    for (int i = 0; i < q.rows(); ++i) {
-      if (q.integer(i, 0) != current_bundle || out.back().instance_id != q.text(i, 4) ||
-          out.back().params_hash != q.text(i, 5)) {
-        flush();
-        current_bundle = q.integer(i, 0);
-        out.push_back({q.text(i, 1), q.text(i, 2), q.text(i, 3), q.text(i, 4), q.text(i, 5), 0, q.text(i, 7),
-                       0, q.text(i, 8), q.text(i, 9)});
-      }
-      values.push_back(q.real(i, 6));
-    }
-    flush();
-    return out;
+    HistoryPoints points;
+    for (int i = 0; i < q.rows(); ++i)
+      points.add(q.integer(i, 0),
+                 {q.text(i, 1), q.text(i, 2), q.text(i, 3), q.text(i, 4), q.text(i, 5), 0, q.text(i, 7), 0,
+                  q.text(i, 8), q.text(i, 9)},
+                 q.real(i, 6));
+    return points.take();
   }
 
   std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) override {

@@ -8,6 +8,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "daemon/store/history_points.hpp"
 #include "daemon/store/sqlite.hpp"
 #include "daemon/store/store.hpp"
 
@@ -106,8 +107,6 @@ class SqliteStore : public Store {
 
   std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
                                     const std::string& kernel, const std::string& instance) override {
-    // One point per bundle and instance, an instance being its id and its parameters' hash: a sweep's
-    // instances (and one id measured with other parameters) are never merged into one median.
     sql::Statement q(db_, R"(
       SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, r.params_hash, m.value,
              m.unit, b.path, b.host
@@ -117,27 +116,13 @@ class SqliteStore : public Store {
         AND (?4 = '' OR r.instance_id = ?4 OR (length(?4) >= 6 AND substr(r.params_hash, 1, length(?4)) = ?4))
       ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)");
     q.bind_all(workload, metric, kernel, instance);
-    std::vector<HistoryPoint> out;
-    std::vector<double> values;
-    std::int64_t current_bundle = -1;
-    auto flush = [&] {
-      if (values.empty()) return;
-      out.back().median = median(values);
-      out.back().repetitions = static_cast<int>(values.size());
-      values.clear();
-    };
-    while (q.step()) {
-      if (q.integer(0) != current_bundle || out.back().instance_id != q.text(4) ||
-          out.back().params_hash != q.text(5)) {
-        flush();
-        current_bundle = q.integer(0);
-        out.push_back(
-            {q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), 0, q.text(7), 0, q.text(8), q.text(9)});
-      }
-      values.push_back(q.real(6));
-    }
-    flush();
-    return out;
+    HistoryPoints points;
+    while (q.step())
+      points.add(
+          q.integer(0),
+          {q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), 0, q.text(7), 0, q.text(8), q.text(9)},
+          q.real(6));
+    return points.take();
   }
 
   std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) override {
