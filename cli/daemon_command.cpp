@@ -26,6 +26,10 @@ DaemonCommand::DaemonCommand(CLI::App& app) {
                        "With --queue: where its bundles go (default: each submitted campaign's output)");
   command_->add_option("--lease", queue_.lease_s, "With --queue: seconds a claimed step's lease lasts")
       ->default_val(60);
+  command_
+      ->add_option("--reboot-lease", queue_.reboot_lease_s,
+                   "With --queue: seconds a lab box's claim is held across the reboot its step staged")
+      ->default_val(1800);
   command_->add_option("--poll", queue_.poll_s, "With --queue: seconds between looks at an empty queue")
       ->default_val(2);
   command_
@@ -70,6 +74,9 @@ int DaemonCommand::run() const {
 int DaemonCommand::run_queue() const {
   QueueWorkerOptions options = queue_;
   options.output = output_;
+  if (const char* pause = std::getenv("SCHEDLAB_DAEMON_PAUSE")) options.pause_at = pause;
+  if (const char* wait = std::getenv("SCHEDLAB_DAEMON_REBOOT_WAIT_S"))
+    options.reboot_wait_s = std::atof(wait);
   options.log_level = parse_log_level(log_level_);
   if (const char* isolation = std::getenv("SCHEDLAB_DAEMON_ISOLATION")) options.isolation = isolation;
   if (!isolation_.empty()) options.isolation = isolation_;

@@ -618,39 +618,11 @@ class Daemon {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (stopping()) return false;
     fs::remove(attempt_dir / kBootStateFile);
-    const std::string unstaged = unstage_boot();
+    const std::string unstaged = unstage_boot(campaign_.boot, log_);
     fail_step(run, step.key,
               fmt::format("staged a {} boot into {}, but the machine did not go down within {:g} s; {}",
                           campaign_.boot, step.configuration, options_.reboot_wait_s, unstaged));
     return true;
-  }
-
-  // After a staged boot that never came: the kexec kernel unloaded, or grub's one-shot entry
-  // dropped, so that a later reboot for any other reason does not boot the kernel under test.
-  // Returns what was done, for the step's reason.
-  std::string unstage_boot() {
-    const std::vector<std::string> argv =
-        campaign_.boot == "kexec"
-            ? std::vector<std::string>{"kexec", "-u"}
-            : std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
-    const auto tool = kernels::find_tool(argv[0]);
-    auto resolved = argv;
-    if (tool) resolved[0] = tool->string();
-    kernels::ProcessOptions within;
-    within.timeout = std::chrono::seconds(30);
-    const auto r = tool ? kernels::run_process(resolved, within) : kernels::ProcessResult{};
-    const std::string command = kernels::command_line(argv);
-    if (r.exit_code == 0) {
-      log_.info("unstaged the boot: " + command);
-      return "unstaged with `" + command + "`";
-    }
-    const std::string why = tool ? fmt::format("exit {}: {}", r.exit_code, kernels::last_lines(r.output, 2))
-                                 : argv[0] + " not found";
-    log_.error(
-        fmt::format("cannot unstage the boot (`{}`, {}): the staged kernel may boot on the next "
-                    "reboot",
-                    command, why));
-    return fmt::format("`{}` failed ({}): the staged kernel may still boot on the next reboot", command, why);
   }
 
   // In the kernel the step staged: `schedlab kernel resume` runs the suite if the expected kernel is

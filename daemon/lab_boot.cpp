@@ -1,9 +1,15 @@
 #include "daemon/lab_boot.hpp"
 
+#include <chrono>
+#include <vector>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
+#include "daemon/log.hpp"
+#include "kernels/process.hpp"
 
 namespace schedlab {
 
@@ -38,6 +44,29 @@ std::string to_string(StagedBoot s) {
       return "the machine went down while the suite ran";
   }
   return "?";
+}
+
+std::string unstage_boot(const std::string& backend, const Log& log) {
+  const std::vector<std::string> argv =
+      backend == "kexec"
+          ? std::vector<std::string>{"kexec", "-u"}
+          : std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
+  const auto tool = kernels::find_tool(argv[0]);
+  auto resolved = argv;
+  if (tool) resolved[0] = tool->string();
+  kernels::ProcessOptions within;
+  within.timeout = std::chrono::seconds(30);
+  const auto r = tool ? kernels::run_process(resolved, within) : kernels::ProcessResult{};
+  const std::string command = kernels::command_line(argv);
+  if (r.exit_code == 0) {
+    log.info("unstaged the boot: " + command);
+    return "unstaged with `" + command + "`";
+  }
+  const std::string why = tool ? fmt::format("exit {}: {}", r.exit_code, kernels::last_lines(r.output, 2))
+                               : argv[0] + " not found";
+  log.error(fmt::format("cannot unstage the boot (`{}`, {}): the staged kernel may boot on the next reboot",
+                        command, why));
+  return fmt::format("`{}` failed ({}): the staged kernel may still boot on the next reboot", command, why);
 }
 
 }  // namespace schedlab

@@ -25,4 +25,10 @@ enum class StagedBoot {
 StagedBoot staged_boot(const std::filesystem::path& attempt_dir, const std::string& current_boot_id);
 std::string to_string(StagedBoot s);
 
+class Log;
+// After a staged boot that never came: the kexec kernel unloaded (`backend` "kexec"), or grub's one-shot
+// entry dropped ("grub"), so that a later reboot for any other reason does not boot the kernel under test.
+// Logs and returns what was done, for the step's reason.
+std::string unstage_boot(const std::string& backend, const Log& log);
+
 }  // namespace schedlab

@@ -21,6 +21,7 @@
 #include "daemon/campaign/campaign.hpp"
 #include "daemon/database_wait.hpp"
 #include "daemon/exporter/exporter.hpp"
+#include "daemon/lab_boot.hpp"
 #include "daemon/step_argv.hpp"
 #include "daemon/step_process.hpp"
 #include "daemon/store/pg.hpp"
@@ -113,15 +114,9 @@ class QueueDaemon {
       log_.warning(fmt::format("killed {} process(es) a previous daemon's step left running", killed));
     auto queue = connect();
     if (!queue) return 0;
-    for (const auto& dir : with_database([&] {
-                             return queue->release_own(
-                                 host_, "the daemon on " + host_ + " restarted during this step");
-                           }).value_or(std::vector<std::string>{}))
-      if (fs::exists(dir))
-        log_.warning(
-            fmt::format("a step this box held when its daemon ended goes back to the queue; its attempt "
-                        "is set aside as {}",
-                        set_aside(dir).string()));
+    const auto own = with_database([&] { return queue->own_claims(host_); });
+    if (!own) return 0;
+    for (const auto& claim : *own) take_up_own_claim(*queue, claim);
     while (!stopping()) {
       auto claim = with_database([&] {
         queue->heartbeat(worker_);
@@ -143,6 +138,11 @@ class QueueDaemon {
 
  private:
   bool stopping() const { return *interrupt_.flag() != 0; }
+
+  void pause(const std::string& point) {
+    log_.warning("paused at " + point + " (SCHEDLAB_DAEMON_PAUSE)");
+    while (!stopping()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 
   void set_state(DaemonState state) {
     if (exporter_) exporter_->set_state(state);
@@ -244,24 +244,117 @@ class QueueDaemon {
       exporter_->set_current_step(claim.key, claim.index, 0);
       exporter_->count_started();
     }
-    StepExit exit;
-    bool lost = false;
+    if (options_.pause_at == "step-start") pause("step-start");
+    const auto argv = step_argv(*campaign, *step, options_.schedlab_binary, attempt_dir);
+    const auto [exit, lost] = run_leased(queue, claim, argv, attempt_dir / "step.log");
+    const bool staged = campaign->boot != "qemu" && fs::exists(attempt_dir / kBootStateFile);
+    if (staged && !lost && (exit.stopped || exit.exit_code == 0)) {
+      await_reboot(queue, claim, campaign->boot, attempt_dir);
+      return;
+    }
+    if (staged) fs::remove(attempt_dir / kBootStateFile);  // the staging failed: nothing may resume it
+    record_outcome(queue, claim, attempt_dir, exit, lost, "step.log");
+  }
+
+  // Runs argv as the claim's process under a lease kept by a thread; stopped when the daemon is asked to
+  // stop or the claim is lost. {exit, lost}.
+  std::pair<StepExit, bool> run_leased(WorkQueue& queue, const QueueClaim& claim,
+                                       const std::vector<std::string>& argv, const fs::path& log_file) {
+    (void)queue;
+    set_state(DaemonState::kRunning);
+    std::pair<StepExit, bool> out;
     {
       LeaseKeeper lease(options_.url, claim, host_, options_.lease_s, log_);
-      const auto argv = step_argv(*campaign, *step, options_.schedlab_binary, attempt_dir);
-      exit = process_.run(
-          argv, attempt_dir / "step.log", [&] { return stopping() || lease.lost(); }, kStopGraceSeconds);
-      lost = lease.lost();
+      out.first = process_.run(
+          argv, log_file, [&] { return stopping() || lease.lost(); }, kStopGraceSeconds);
+      out.second = lease.lost();
     }
     set_state(DaemonState::kIdle);
     if (exporter_) exporter_->set_current_step("", 0, 0);
+    return out;
+  }
+
+  // The step staged a boot into its kernel (a lab box, boot = "kexec" | "grub") and the machine goes down:
+  // the claim is held across the reboot (its lease extended to --reboot-lease), to be resumed by this box's
+  // daemon in the new kernel. A machine that does not go down within reboot_wait_s fails the step, its
+  // staged boot undone.
+  void await_reboot(WorkQueue& queue, const QueueClaim& claim, const std::string& backend,
+                    const fs::path& attempt_dir) {
+    with_database([&] { return queue.renew(claim, host_, options_.reboot_lease_s); });
+    set_state(DaemonState::kBooting);
+    log_.info(fmt::format("step {}: staged a {} boot; the claim is held {:g} s across the reboot", claim.key,
+                          backend, options_.reboot_lease_s));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.reboot_wait_s);
+    while (!stopping() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (stopping()) return;  // the shutdown: the claim stays this box's
+    fs::remove(attempt_dir / kBootStateFile);
+    const std::string unstaged = unstage_boot(backend, log_);
+    finish(queue, claim, false, std::nullopt, nullptr,
+           fmt::format("staged a {} boot, but the machine did not go down within {:g} s; {}", backend,
+                       options_.reboot_wait_s, unstaged),
+           attempt_dir);
+  }
+
+  // A claim this box held when its daemon ended: a boot it staged before going down is resumed here, in
+  // the new kernel; anything else goes back to the queue, its attempt set aside.
+  void take_up_own_claim(WorkQueue& queue, const QueueClaim& claim) {
+    const fs::path attempt_dir = claim.attempt_dir;
+    StagedBoot staged = StagedBoot::kNone;
+    if (!attempt_dir.empty() && fs::exists(attempt_dir)) {
+      try {
+        staged = staged_boot(attempt_dir, boot_id());
+      } catch (const Error& e) {
+        finish(queue, claim, false, std::nullopt, nullptr, e.what(), attempt_dir);
+        return;
+      }
+    }
+    if (staged == StagedBoot::kRebooted) {
+      log_.info(fmt::format("step {} of submission {} resumes after its reboot (attempt {}, kernel {})",
+                            claim.key, claim.submission, claim.attempt,
+                            trim(read_text("/proc/sys/kernel/osrelease").value_or("?"))));
+      // Written first: a daemon killed during the resume must not resume it twice (see StagedBoot).
+      write_file_atomic(attempt_dir / kResumeMarker, boot_id() + "\n", /*replace=*/true);
+      const std::vector<std::string> argv{options_.schedlab_binary.string(), "kernel", "resume",
+                                          "--state-file", (attempt_dir / kBootStateFile).string()};
+      const auto [exit, lost] = run_leased(queue, claim, argv, attempt_dir / "resume.log");
+      fs::remove(attempt_dir / kBootStateFile);
+      record_outcome(queue, claim, attempt_dir, exit, lost, "resume.log");
+      return;
+    }
+    if (staged == StagedBoot::kWentDown) {
+      finish(queue, claim, false, std::nullopt, nullptr,
+             "the machine went down while the suite ran in the kernel under test (resumed in boot " +
+                 trim(read_text(attempt_dir / kResumeMarker).value_or("?")) + ", now boot " + boot_id() + ")",
+             attempt_dir);
+      return;
+    }
+    with_database([&] {
+      queue.release(claim, host_, "the daemon on " + host_ + " restarted during this step");
+      return true;
+    });
+    if (!attempt_dir.empty() && fs::exists(attempt_dir))
+      log_.warning(
+          fmt::format("step {}: this box held it when its daemon ended; back in the queue, its attempt "
+                      "set aside as {}",
+                      claim.key, set_aside(attempt_dir).string()));
+  }
+
+  // The attempt's outcome: its bundle indexed with the step's end, or the step failed with the end of its
+  // log; an attempt whose claim was lost, or that the daemon's stop cut short, is set aside.
+  void record_outcome(WorkQueue& queue, const QueueClaim& claim, const fs::path& attempt_dir,
+                      const StepExit& exit, bool lost, const std::string& log_name) {
     if (lost) {
       log_.warning(fmt::format("step {}: another box holds it now; this attempt is set aside as {}",
                                claim.key, set_aside(attempt_dir).string()));
       return;
     }
     if (exit.stopped) {
-      with_database([&] { return queue.release_own(host_, "the daemon on " + host_ + " was stopped"); });
+      with_database([&] {
+        queue.release(claim, host_, "the daemon on " + host_ + " was stopped");
+        return true;
+      });
       log_.info(fmt::format("step {}: stopped with the daemon, back in the queue; attempt set aside as {}",
                             claim.key, set_aside(attempt_dir).string()));
       return;
@@ -271,7 +364,7 @@ class QueueDaemon {
       finish(queue, claim, false, std::nullopt, nullptr,
              fmt::format("no bundle (exit {}{}): {}", exit.exit_code,
                          exit.signal ? fmt::format(", signal {}", exit.signal) : "",
-                         kernels::last_lines(read_text(attempt_dir / "step.log").value_or(""), 3)),
+                         kernels::last_lines(read_text(attempt_dir / log_name).value_or(""), 3)),
              attempt_dir);
       return;
     }

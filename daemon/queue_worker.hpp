@@ -26,6 +26,11 @@ struct QueueWorkerOptions {
   // /metrics (the campaign daemon's exporter: state, steps, headline gauges labelled with this box's host
   // and class, schedlab_daemon_store_unavailable); "" : none.
   std::string listen = "127.0.0.1:9464";
+  // A lab box's step that staged its boot: the claim's lease during the reboot, and how long the daemon
+  // waits for the machine to go down before it fails the step (SCHEDLAB_DAEMON_REBOOT_WAIT_S in tests).
+  double reboot_lease_s = 1800;
+  double reboot_wait_s = 600;
+  std::string pause_at;  // test seam, as DaemonOptions::pause_at: "step-start"
 };
 
 // 0 when stopped by SIGTERM/SIGINT or drained; throws InputError for bad options, other errors are the

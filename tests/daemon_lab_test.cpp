@@ -22,6 +22,7 @@
 #include "daemon/step_argv.hpp"
 #include "daemon/store/sqlite.hpp"
 #include "daemon/store/store.hpp"
+#include "tests/boot_state.hpp"
 #include "tests/cli_util.hpp"
 #include "tests/daemon_process.hpp"
 #include "tests/test_util.hpp"
@@ -35,7 +36,7 @@ using testing::DaemonProcess;
 using testing::short_yield_campaign;
 using testing::TempDir;
 
-constexpr const char* kOtherBoot = "00000000-0000-4000-8000-000000000001";  // not this boot's id
+using testing::kOtherBoot;
 
 void write(const fs::path& p, const std::string& text) {
   write_file_atomic(p, text, /*replace=*/true);
@@ -209,19 +210,7 @@ class DaemonLabBoot : public ::testing::Test {
 
   // The state `schedlab kernel boot debian-6.12 --backend kexec` writes, staged in another boot.
   void stage(const fs::path& attempt_dir, const std::string& expected_release) {
-    const nlohmann::json state = {
-        {"schema", "schedlab.boot-state/1"},
-        {"backend", "kexec"},
-        {"recipe", {{"name", "debian-6.12"}, {"label", "6.12-eevdf"}}},
-        {"kernel", {{"release", expected_release}}},
-        {"run_args",
-         {"run", "--workload", "yield", "--param", "yield.yields=20000", "--repetitions", "2",
-          "--settle-timeout", "0", "--no-counters", "--label", "debian-6.12"}},
-        {"out_dir", attempt_dir.string()},
-        {"schedlab", SCHEDLAB_BINARY},
-        {"staged_at", "2026-12-01T02:00:00Z"},
-        {"boot_id_before", kOtherBoot}};
-    write(attempt_dir / kBootStateFile, state.dump(2));
+    write(attempt_dir / kBootStateFile, testing::staged_boot_state(attempt_dir, expected_release).dump(2));
   }
 
   // The only running step of the unfinished run (after a daemon was killed in it).

@@ -10,7 +10,13 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "boot_state.hpp"
 #include "cli_util.hpp"
+#include "core/bundle_io.hpp"
+#include "core/host_paths.hpp"
+#include "daemon/lab_boot.hpp"
 #include "daemon/store/pg.hpp"
 #include "daemon/store/store.hpp"
 #include "daemon_process.hpp"
@@ -204,6 +210,68 @@ TEST_F(QueueTest, ACampaignDaemonOnAPostgresStoreRecordsItsPlanOnceThroughADatab
   int finished = 0;
   for (const auto& [key, step] : store->steps(run->id)) finished += step.status == StepStatus::kFinished;
   EXPECT_EQ(finished, kSteps);
+}
+
+// A lab box's step that boots the box itself (boot = "kexec"): the box holds its claim across the reboot and
+// its daemon, started again in the new kernel, resumes the step there; another box waiting meanwhile never
+// takes it. This machine cannot be rebooted by a test: as in daemon_lab_test, the daemon is killed where
+// the reboot would take it (its step claimed, the boot staged in another boot id) and started again, and a
+// PATH interlock makes any attempt to reboot fail loudly.
+TEST_F(QueueTest, ALabBoxHoldsItsClaimAcrossTheRebootItsStepStagedAndResumesIt) {
+  fs::create_directories(dir_.path() / "interlock");
+  for (const char* tool : {"kexec", "systemctl", "reboot", "grub-reboot", "apt-get"}) {
+    const auto p = dir_.path() / "interlock" / tool;
+    testing::spit(p, std::string("#!/bin/sh\necho \"test interlock: refusing to run ") + tool +
+                         " $* on the test machine\" >&2\nexit 97\n");
+    fs::permissions(p, fs::perms::owner_all);
+  }
+  const std::string path = (dir_.path() / "interlock").string() + ":" + std::getenv("PATH");
+  const fs::path file = dir_.path() / "lab.toml";
+  testing::spit(file, "[campaign]\nname = \"lab\"\nschedule = \"once\"\nstore = \"" + server_.url() +
+                          "\"\noutput = \"" + (dir_.path() / "bundles").string() +
+                          "\"\nboot = \"kexec\"\nconfigurations = [\"debian-6.12\"]\ncounters = false\n"
+                          "settle_timeout_s = 0\n[exporter]\nlisten = \"\"\n[[workload]]\nname = \"yield\"\n"
+                          "repetitions = 2\nparams = { yields = 20000 }\n");
+  const auto submitted = schedlab("submit " + file.string() + " --queue '" + server_.url() + "'");
+  ASSERT_EQ(submitted.code, 0) << submitted.out;
+  const auto args = [&](const std::string& host) {
+    return std::vector<std::string>{
+        "--queue", server_.url(), "--host", host,  "--output", (dir_.path() / "bundles").string(),
+        "--lease", "30",          "--poll", "0.2", "--drain",  "--listen",
+        ""};
+  };
+  {
+    DaemonProcess going_down(args("lab-box"), dir_.path() / "lab-box-1.log", "step-start", path);
+    ASSERT_TRUE(going_down.wait_for_log("paused at step-start", 1, 60)) << going_down.log_text();
+    going_down.kill_hard();
+  }
+  const fs::path attempt = step_rows("attempt_dir").at("1:t1/debian-6.12/yield");
+  ASSERT_FALSE(attempt.empty());
+  const std::string release = trim(read_text("/proc/sys/kernel/osrelease").value_or(""));
+  testing::spit(attempt / kBootStateFile, testing::staged_boot_state(attempt, release).dump(2));
+
+  DaemonProcess waiting(args("other-box"), dir_.path() / "other-box.log", "", path);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // it asks for work while lab-box is "rebooting"
+  DaemonProcess back(args("lab-box"), dir_.path() / "lab-box-2.log", "", path);
+  ASSERT_EQ(back.wait(), 0) << back.log_text();
+  ASSERT_EQ(waiting.wait(), 0) << waiting.log_text();
+  EXPECT_NE(back.log_text().find("resumes after its reboot (attempt 1, kernel " + release + ")"),
+            std::string::npos)
+      << back.log_text();
+  EXPECT_EQ(waiting.log_text().find("step t1"), std::string::npos)
+      << "the step is lab-box's: " << waiting.log_text();
+  EXPECT_EQ((back.log_text() + waiting.log_text()).find("interlock"), std::string::npos);
+
+  EXPECT_EQ(step_rows("status").at("1:t1/debian-6.12/yield"), "finished")
+      << step_rows("reason").at("1:t1/debian-6.12/yield");
+  EXPECT_EQ(step_rows("attempts").at("1:t1/debian-6.12/yield"), "1");
+  EXPECT_EQ(step_rows("claimed_by").at("1:t1/debian-6.12/yield"), "lab-box");
+  auto store = open_store_to_read(server_.url());
+  EXPECT_EQ(store->bundle_count(), 1);
+  const auto bundle = load_bundle(step_rows("bundle_path").at("1:t1/debian-6.12/yield"));
+  EXPECT_EQ(bundle.label, "debian-6.12");
+  EXPECT_EQ(bundle.kernel["release"], release);
+  EXPECT_FALSE(fs::exists(attempt / kBootStateFile)) << "a staged boot is resumed once";
 }
 
 TEST_F(QueueTest, SubmitRefusesWhatAQueueCannotRunAndBadPatterns) {

@@ -104,20 +104,42 @@ std::optional<QueueClaim> WorkQueue::claim(const QueueWorker& w, double lease_s)
     RETURNING s.submission_id, s.step_key, s.step_index, s.attempts, s.reclaimed_from)",
                       w.host, w.host, w.class_name, w.label, w.shape, lease_s, utc_timestamp());
   if (r.rows() == 0) return std::nullopt;
-  QueueClaim c{r.integer(0, 0),
-               r.text(0, 1),
-               static_cast<int>(r.integer(0, 2)),
-               static_cast<int>(r.integer(0, 3)),
-               r.text(0, 4),
-               "",
-               "",
-               ""};
+  QueueClaim c;
+  c.submission = r.integer(0, 0);
+  c.key = r.text(0, 1);
+  c.index = static_cast<int>(r.integer(0, 2));
+  c.attempt = static_cast<int>(r.integer(0, 3));
+  c.reclaimed_from = r.text(0, 4);
+  add_submission(c);
+  return c;
+}
+
+void WorkQueue::add_submission(QueueClaim& c) {
   auto sub = db_->query("SELECT campaign, campaign_file, campaign_text FROM queue_submissions WHERE id = $1",
                         c.submission);
   c.campaign = sub.text(0, 0);
   c.campaign_file = sub.text(0, 1);
   c.campaign_text = sub.text(0, 2);
-  return c;
+}
+
+std::vector<QueueClaim> WorkQueue::own_claims(const std::string& host) {
+  auto r = db_->query(
+      "SELECT submission_id, step_key, step_index, attempts, reclaimed_from, attempt_dir FROM queue_steps "
+      "WHERE claimed_by = $1 AND status = 'claimed' ORDER BY submission_id, step_index",
+      host);
+  std::vector<QueueClaim> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    QueueClaim c;
+    c.submission = r.integer(i, 0);
+    c.key = r.text(i, 1);
+    c.index = static_cast<int>(r.integer(i, 2));
+    c.attempt = static_cast<int>(r.integer(i, 3));
+    c.reclaimed_from = r.text(i, 4);
+    c.attempt_dir = r.text(i, 5);
+    add_submission(c);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 namespace {
@@ -155,6 +177,13 @@ bool WorkQueue::finish(const QueueClaim& c, const std::string& host, bool ok,
   if (bundle_path && bundle) insert_bundle_in(*db_, *bundle_path, *bundle);
   tx.commit();
   return true;
+}
+
+void WorkQueue::release(const QueueClaim& c, const std::string& host, const std::string& reason) {
+  db_->query(std::string("UPDATE queue_steps SET status = 'queued', claimed_by = '', lease_until = NULL, "
+                         "reason = $5 WHERE ") +
+                 kStillMine,
+             c.submission, c.key, host, std::int64_t{c.attempt}, reason);
 }
 
 std::vector<std::string> WorkQueue::release_own(const std::string& host, const std::string& reason) {

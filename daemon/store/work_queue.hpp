@@ -43,6 +43,7 @@ struct QueueClaim {
   std::string campaign;
   std::string campaign_file;  // the submitted file's name, for errors and logs
   std::string campaign_text;  // its bytes, loaded by the worker as the campaign
+  std::string attempt_dir;    // set_attempt_dir's; "" until the attempt's directory is made
 };
 
 // One submission's steps by status, for `schedlab queue`.
@@ -84,6 +85,11 @@ class WorkQueue {
   bool finish(const QueueClaim& claim, const std::string& host, bool ok,
               const std::optional<std::filesystem::path>& bundle_path, const Bundle* bundle,
               const std::string& reason);
+  // This box's claims still held (a daemon restarted after a crash or a lab box's reboot: a staged boot's
+  // step is resumed in the new kernel under the claim it made before going down).
+  std::vector<QueueClaim> own_claims(const std::string& host);
+  // Puts one claim of this box's back in the queue (its attempt is not resumed).
+  void release(const QueueClaim& claim, const std::string& host, const std::string& reason);
   // Puts this box's own claims back in the queue (a restarted daemon: its step died with it). Returns
   // their attempt directories, to be set aside.
   std::vector<std::string> release_own(const std::string& host, const std::string& reason);
@@ -93,6 +99,8 @@ class WorkQueue {
   std::vector<QueueSummary> summary(double seen_within_s);
 
  private:
+  void add_submission(QueueClaim& claim);  // the campaign's name, file name and text
+
   std::unique_ptr<pg::Connection> db_;
 };
 
