@@ -75,13 +75,13 @@ Connection::Connection(std::string url) : dsn_(std::move(url)), url_(redacted(ds
   conn_ = PQconnectdb(dsn_.c_str());
   if (conn_ == nullptr) throw Error(url_ + ": cannot connect: out of memory");
   if (PQstatus(conn_) != CONNECTION_OK) {
+    // The destructor does not run for a constructor that throws: the failed connection is freed here.
     const std::string why = trimmed(PQerrorMessage(conn_));
+    PQfinish(conn_);
+    conn_ = nullptr;
     // A malformed URL is the user's to fix, not the server's to come back.
-    if (why.find("invalid") != std::string::npos || why.find("missing") != std::string::npos) {
-      PQfinish(conn_);
-      conn_ = nullptr;
+    if (why.find("invalid") != std::string::npos || why.find("missing") != std::string::npos)
       throw InputError(url_ + ": " + why);
-    }
     throw DatabaseUnavailable(url_ + ": cannot connect: " + why);
   }
   // Notices (CREATE ... IF NOT EXISTS of what exists) are not the user's business.
