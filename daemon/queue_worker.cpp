@@ -246,7 +246,7 @@ class QueueDaemon {
     }
     if (options_.pause_at == "step-start") pause("step-start");
     const auto argv = step_argv(*campaign, *step, options_.schedlab_binary, attempt_dir);
-    const auto [exit, lost] = run_leased(queue, claim, argv, attempt_dir / "step.log");
+    const auto [exit, lost] = run_leased(claim, argv, attempt_dir / "step.log");
     const bool staged = campaign->boot != "qemu" && fs::exists(attempt_dir / kBootStateFile);
     if (staged && !lost && (exit.stopped || exit.exit_code == 0)) {
       await_reboot(queue, claim, campaign->boot, attempt_dir);
@@ -258,9 +258,8 @@ class QueueDaemon {
 
   // Runs argv as the claim's process under a lease kept by a thread; stopped when the daemon is asked to
   // stop or the claim is lost. {exit, lost}.
-  std::pair<StepExit, bool> run_leased(WorkQueue& queue, const QueueClaim& claim,
-                                       const std::vector<std::string>& argv, const fs::path& log_file) {
-    (void)queue;
+  std::pair<StepExit, bool> run_leased(const QueueClaim& claim, const std::vector<std::string>& argv,
+                                       const fs::path& log_file) {
     set_state(DaemonState::kRunning);
     std::pair<StepExit, bool> out;
     {
@@ -318,7 +317,7 @@ class QueueDaemon {
       write_file_atomic(attempt_dir / kResumeMarker, boot_id() + "\n", /*replace=*/true);
       const std::vector<std::string> argv{options_.schedlab_binary.string(), "kernel", "resume",
                                           "--state-file", (attempt_dir / kBootStateFile).string()};
-      const auto [exit, lost] = run_leased(queue, claim, argv, attempt_dir / "resume.log");
+      const auto [exit, lost] = run_leased(claim, argv, attempt_dir / "resume.log");
       fs::remove(attempt_dir / kBootStateFile);
       record_outcome(queue, claim, attempt_dir, exit, lost, "resume.log");
       return;

@@ -123,12 +123,6 @@ class PostgresStore : public Store {
 
   std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
                                     const std::string& kernel, const std::string& instance) override {
-    return history_of(workload, metric, kernel, instance, "");
-  }
-
-  std::vector<HistoryPoint> history_of(const std::string& workload, const std::string& metric,
-                                       const std::string& kernel, const std::string& instance,
-                                       const std::string& host) {
     auto q = db_.query(R"(
       SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, r.params_hash, m.value,
              m.unit, b.path, b.host
@@ -137,9 +131,8 @@ class PostgresStore : public Store {
         AND ($3::text = '' OR b.configuration = $3 OR b.kernel_release = $3)
         AND ($4::text = '' OR r.instance_id = $4
              OR (length($4) >= 6 AND substr(r.params_hash, 1, length($4)) = $4))
-        AND ($5::text = '' OR b.host = $5 OR b.host_class = $5)
       ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)",
-                       workload, metric, kernel, instance, host);
+                       workload, metric, kernel, instance);
     HistoryPoints points;
     for (int i = 0; i < q.rows(); ++i)
       points.add(q.integer(i, 0),
