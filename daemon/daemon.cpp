@@ -292,7 +292,7 @@ class Daemon {
       } catch (const pg::DatabaseUnavailable& e) {
         // Between steps (a step's begin, the plan's progress): nothing measured is waiting; once the store
         // answers, the run resumes as after a restart.
-        if (!database_away("running the campaign", e)) return false;
+        if (!database_.wait("running the campaign", e)) return false;
       } catch (const SystemError& e) {
         if (!is_disk_full(e.code())) throw;
         if (!wait_for_space(run, campaign_.output, e.what()))
@@ -660,23 +660,12 @@ class Daemon {
     for (;;) {
       try {
         store_->end_step(run.id, key, status, bundle_path, bundle, reason);
-        database_back(doing);
+        database_.answered(doing);
         return true;
       } catch (const pg::DatabaseUnavailable& e) {
-        if (!database_away(doing, e)) return false;
+        if (!database_.wait(doing, e)) return false;
       }
     }
-  }
-
-  // The store did not answer: said on /metrics and in the journal, then waited out. False when stopped.
-  bool database_away(const std::string& doing, const std::exception& e) {
-    if (exporter_) exporter_->set_store_unavailable(true);
-    return database_.wait(doing, e, [this] { return stopping(); });
-  }
-  void database_back(const std::string& what) {
-    if (!database_.waiting()) return;
-    database_.answered(what);
-    if (exporter_) exporter_->set_store_unavailable(false);
   }
 
   void fail_step(const CampaignRun& run, const std::string& key, const std::string& why) {
@@ -763,7 +752,10 @@ class Daemon {
   std::set<std::int64_t> runs_here_;
   std::int64_t clock_back_logged_ = 0;
   fs::path store_file_ = store_file(campaign_.store_url);
-  DatabaseBackoff database_{log_};
+  DatabaseBackoff database_{log_, [this] { return stopping(); },
+                            [this](bool away) {
+                              if (exporter_) exporter_->set_store_unavailable(away);
+                            }};
   // While the daemon waits for space (on_disk_full = "wait"): where, and since when.
   struct DiskWait {
     fs::path path;  // of the latest refused write

@@ -7,21 +7,21 @@
 
 namespace schedlab {
 
-bool DatabaseBackoff::wait(const std::string& doing, const std::exception& e,
-                           const std::function<bool()>& stopping) {
+bool DatabaseBackoff::wait(const std::string& doing, const std::exception& e) {
   const std::string text =
       fmt::format("database unavailable while {}: {}; retrying in {:g} s", doing, e.what(), delay_s_);
   if (!since_) {
     since_ = std::chrono::steady_clock::now();
     log_.warning(text);
+    if (unavailable_) unavailable_(true);
   } else {
     log_.debug(text);
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(delay_s_);
-  while (!stopping() && std::chrono::steady_clock::now() < until)
+  while (!stopping_() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   delay_s_ = std::min(delay_s_ * 2, kMaxDelaySeconds);
-  return !stopping();
+  return !stopping_();
 }
 
 void DatabaseBackoff::answered(const std::string& what) {
@@ -30,6 +30,7 @@ void DatabaseBackoff::answered(const std::string& what) {
   log_.info(fmt::format("database is back after {:.0f} s: {}", waited, what));
   since_.reset();
   delay_s_ = 1;
+  if (unavailable_) unavailable_(false);
 }
 
 }  // namespace schedlab

@@ -158,22 +158,12 @@ class QueueDaemon {
     while (true) {
       try {
         auto queue = std::make_unique<WorkQueue>(options_.url);
-        database_back("connected");
+        backoff_.answered("connected");
         return queue;
       } catch (const pg::DatabaseUnavailable& e) {
-        if (!database_away("connecting", e)) return nullptr;
+        if (!backoff_.wait("connecting", e)) return nullptr;
       }
     }
-  }
-
-  bool database_away(const std::string& doing, const std::exception& e) {
-    if (exporter_) exporter_->set_store_unavailable(true);
-    return backoff_.wait(doing, e, [this] { return stopping(); });
-  }
-  void database_back(const std::string& what) {
-    if (!backoff_.waiting()) return;
-    backoff_.answered(what);
-    if (exporter_) exporter_->set_store_unavailable(false);
   }
 
   // `work` retried with backoff while the database does not answer; nullopt when the daemon was asked to
@@ -184,10 +174,10 @@ class QueueDaemon {
     while (true) {
       try {
         auto result = work();
-        database_back(doing);
+        backoff_.answered(doing);
         return result;
       } catch (const pg::DatabaseUnavailable& e) {
-        if (!database_away(doing, e)) return std::nullopt;
+        if (!backoff_.wait(doing, e)) return std::nullopt;
       }
     }
   }
@@ -418,7 +408,10 @@ class QueueDaemon {
   QueueWorker worker_;
   fs::path state_dir_;
   StepProcess process_;
-  DatabaseBackoff backoff_{log_};
+  DatabaseBackoff backoff_{log_, [this] { return stopping(); },
+                           [this](bool away) {
+                             if (exporter_) exporter_->set_store_unavailable(away);
+                           }};
   std::unique_ptr<Exporter> exporter_;
   InterruptGuard interrupt_;
 };
