@@ -105,7 +105,7 @@ ChangeSearch find_changes(Store& store, const ChangeQuery& query, const stats::C
   std::map<SeriesKey, std::vector<HistoryPoint>> series;
   std::map<SeriesKey, Direction> directions;
   for (const auto& w : wanted)
-    for (auto& p : store.history(w.workload, w.metric, "", "")) {
+    for (auto& p : store.history(w.workload, w.metric, "", "", "")) {
       if (!query.host.empty() && p.host != query.host) continue;
       if (!query.instance_ids.empty() && !query.instance_ids.count(p.instance_id)) continue;
       SeriesKey key{w.workload, w.metric, p.host, p.instance_id, p.params_hash};

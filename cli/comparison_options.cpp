@@ -24,7 +24,10 @@ void ComparisonOptions::add_to(CLI::App& command) {
                   "Directory of bundles that labels and hashes are looked up in, or a store's index "
                   "(postgresql://..., sqlite:///PATH)")
       ->default_val("results");
-  command.add_option("--host", host, "With a store's index: only bundles measured on this host");
+  command.add_option(
+      "--host", host,
+      "With a store's index: only bundles measured on these hosts: a glob of the hostname, or with a "
+      "PostgreSQL store also of the host class's label or shape (as submit --hosts)");
 }
 
 std::vector<Side> ComparisonOptions::load_sides() const {

@@ -26,6 +26,7 @@
 #include "collector/perf/perf_source.hpp"
 #include "collector/runner/memory_limit.hpp"
 #include "collector/runner/runner.hpp"
+#include "collector/sysinfo/host_class.hpp"
 #include "collector/sysinfo/sysinfo.hpp"
 #include "core/atomic_file.hpp"
 #include "core/bundle_io.hpp"
@@ -66,6 +67,7 @@ struct RunArgs {
   std::string isolation = "auto";
   std::string memory_limit;   // "" : none
   std::string workload_user;  // "": as schedlab runs
+  std::string host_label;     // "": none
   std::string counter_scope = "auto";
   std::string attribution;
   std::string cache_dir;
@@ -154,6 +156,12 @@ RunPlan make_plan(const RunArgs& a) {
   plan.isolation = parse_isolation_mode(a.isolation);
   if (!a.memory_limit.empty()) plan.memory_limit_bytes = parse_memory_size(a.memory_limit, "--memory-limit");
   plan.workload_user = a.workload_user == "root" ? "" : a.workload_user;
+  try {
+    check_host_label(a.host_label);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--host-label ") + e.what());
+  }
+  plan.host_label = a.host_label;
   plan.counter_scope = parse_counter_scope(a.counter_scope);
   plan.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
   plan.settle.max_wait_s = a.settle_timeout_s;
@@ -574,6 +582,9 @@ int run_cli(int argc, char** argv) {
       "keeps root for counters, cgroups and tunables; a workload whose parameters need root, e.g. "
       "policy=fifo:N or a negative nice, stays root and its repetitions say why); root: all as root "
       "(default: root; the daemon's default is nobody)");
+  run->add_option("--host-label", run_args.host_label,
+                  "This box's class label, kept in each bundle (host.label): a store's --host selects it "
+                  "(the daemon passes its [campaign] host_label or --host-label)");
   run->add_option(
       "--memory-limit", run_args.memory_limit,
       "Memory limit of one repetition (its memory cgroup; 512M, 2G): a workload past it is killed by "

@@ -42,7 +42,9 @@ StoreCommand::StoreCommand(CLI::App& app) {
   import_->add_option("--from", from_,
                       "The box's SQLite store (sqlite:///PATH): its campaign progress is copied too");
   import_->add_option("--host", host_, "The box the progress is of (default: this machine's hostname)");
-  history_->add_option("--host", host_, "Only bundles measured on this host (its hostname)");
+  history_->add_option("--host", host_,
+                       "Only bundles measured on these hosts: a glob ('*', '?') of the hostname, or with a "
+                       "PostgreSQL store also of the host class's label or shape (as submit --hosts)");
   for (auto* c : {history_, rebuild_, migrate_, import_})
     c->add_option("--store", url_, "sqlite:///PATH or postgresql://...")->default_val(default_store_url());
 }
@@ -67,9 +69,9 @@ void check_history_names(Store& store, const std::string& workload, const std::s
   if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end())
     throw InputError("--metric " + metric + ": not a metric of " + workload + " (known: " + joined(metrics) +
                      ")");
-  if (instance.empty() || !store.history(workload, metric, kernel, instance).empty()) return;
+  if (instance.empty() || !store.history(workload, metric, kernel, instance, "").empty()) return;
   std::set<std::string> known;
-  for (const auto& p : store.history(workload, metric, kernel, ""))
+  for (const auto& p : store.history(workload, metric, kernel, "", ""))
     known.insert(p.instance_id + " (params " + p.params_hash + ")");
   throw InputError("--instance " + instance + ": no instance of " + workload + " with " + metric +
                    (kernel.empty() ? "" : " on " + kernel) + " in " + pg::redacted(url) +
@@ -126,8 +128,7 @@ int StoreCommand::run_import() const {
 }
 
 int StoreCommand::print_history(Store& store) const {
-  auto points = store.history(workload_, metric_, kernel_, instance_);
-  if (!host_.empty()) std::erase_if(points, [&](const HistoryPoint& p) { return p.host != host_; });
+  auto points = store.history(workload_, metric_, kernel_, instance_, host_);
   if (points.empty()) {
     fmt::print(stderr, "schedlab: no ok repetition of {}.{}{}{} in {}\n", workload_, metric_,
                kernel_.empty() ? "" : " on " + kernel_, host_.empty() ? "" : " from host " + host_,

@@ -183,7 +183,8 @@ class QueueDaemon {
   }
 
   // The submitted campaign as a file of this box (the queue holds its bytes), loaded as the campaign
-  // daemon loads one; its output is this daemon's when --output was given.
+  // daemon loads one; its output is this daemon's when --output was given, its bundles carry this box's
+  // class label (the submitter's campaign names no box).
   Campaign campaign_of(const QueueClaim& claim) {
     const fs::path file =
         state_dir_ / fmt::format("submission-{}", claim.submission) / file_safe_name(claim.campaign_file);
@@ -193,6 +194,7 @@ class QueueDaemon {
     }
     Campaign c = load_campaign(file);
     if (!options_.output.empty()) c.output = options_.output;
+    c.host_label = klass_.label;
     return c;
   }
 

@@ -28,6 +28,7 @@ std::vector<std::string> step_argv(const Campaign& c, const CampaignStep& s, con
               fmt::format("{:g}", c.timeout_s), "--settle-timeout", fmt::format("{:g}", c.settle_timeout_s)});
   if (c.workload_user != "root") run.insert(run.end(), {"--workload-user", c.workload_user});
   if (c.memory_limit_bytes) run.insert(run.end(), {"--memory-limit", std::to_string(*c.memory_limit_bytes)});
+  if (!c.host_label.empty()) run.insert(run.end(), {"--host-label", c.host_label});
   if (!c.counters) run.push_back("--no-counters");
   for (const auto& e : c.events) run.insert(run.end(), {"--event", e});
   if (c.profile) run.push_back("--profile");

@@ -65,6 +65,8 @@ TEST(Cli, BadInputIsOneClearLineExitTwoAndNothingWritten) {
                    "counter scope 'everywhere' is not one of auto, system, cgroup, task");
   expect_bad_input("run --workload yield --attribution system",
                    "--attribution system: the workload alone is counted per cgroup or per task");
+  expect_bad_input("run --workload yield --host-label 'rack a'",
+                   "--host-label 'rack a': a host label is one word of letters, digits");
   expect_bad_input("run --bogus-flag", "bogus-flag");
 }
 

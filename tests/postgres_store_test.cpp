@@ -58,8 +58,8 @@ TEST_F(PostgresStoreTest, AnswersHistoryExactlyAsTheSqliteStoreDoesOnTheSameBund
   EXPECT_GT(pg->repetition_count(), 4);
 
   for (const std::string kernel : {"", "counters-per-task", "no-such-kernel"}) {
-    const auto a = pg->history("yield", "ns_per_yield", kernel, "");
-    const auto b = lite->history("yield", "ns_per_yield", kernel, "");
+    const auto a = pg->history("yield", "ns_per_yield", kernel, "", "");
+    const auto b = lite->history("yield", "ns_per_yield", kernel, "", "");
     ASSERT_EQ(a.size(), b.size()) << kernel;
     for (std::size_t i = 0; i < a.size(); ++i) {
       EXPECT_EQ(a[i].started_at, b[i].started_at);
@@ -70,12 +70,12 @@ TEST_F(PostgresStoreTest, AnswersHistoryExactlyAsTheSqliteStoreDoesOnTheSameBund
       EXPECT_EQ(a[i].host, b[i].host);
     }
   }
-  EXPECT_EQ(pg->history("yield", "ns_per_yield", "", "").size(), 4u);
+  EXPECT_EQ(pg->history("yield", "ns_per_yield", "", "", "").size(), 4u);
   EXPECT_EQ(pg->metric_names("yield"), lite->metric_names("yield"));
   EXPECT_EQ(pg->seconds_per_repetition(), lite->seconds_per_repetition());
-  const auto prefix = pg->history("yield", "ns_per_yield", "", "")[0].params_hash.substr(0, 6);
-  EXPECT_EQ(pg->history("yield", "ns_per_yield", "", prefix).size(),
-            lite->history("yield", "ns_per_yield", "", prefix).size());
+  const auto prefix = pg->history("yield", "ns_per_yield", "", "", "")[0].params_hash.substr(0, 6);
+  EXPECT_EQ(pg->history("yield", "ns_per_yield", "", prefix, "").size(),
+            lite->history("yield", "ns_per_yield", "", prefix, "").size());
 }
 
 TEST_F(PostgresStoreTest, ABundleCopiedUnderAnotherPathIsIndexedOnceByItsRunIdAndTrial) {
@@ -238,6 +238,13 @@ TEST_F(PostgresStoreTest, HistoryDiffAndTheStoreCommandsTakeAPostgresStoreAndAHo
       open_store_to_read(server_.url())->bundle_paths("counters-per-task", "1s-2c-nosmt-1n-amd-epyc").size(),
       2u)
       << "a host class's shape selects its bundles too";
+  // --host is a glob, as submit --hosts: of the hostname, the class label or the shape.
+  EXPECT_EQ(open_store_to_read(server_.url())->bundle_paths("counters-per-task", "1s-*-amd-*").size(), 2u);
+  EXPECT_EQ(open_store_to_read(server_.url())->bundle_paths("counters-per-task", "v?").size(), 2u);
+  EXPECT_TRUE(open_store_to_read(server_.url())->bundle_paths("counters-per-task", "rack-*").empty())
+      << "the fixtures carry no label";
+  EXPECT_TRUE(open_store_to_read(server_.url())->bundle_paths("counters-per-task", "v_").empty())
+      << "'_' is no wildcard of a glob";
   auto diff =
       testing::sh(bin + " diff counters-per-cgroup counters-per-task --force --store " + url + " --host vm");
   EXPECT_NE(diff.code, 2) << diff.out;

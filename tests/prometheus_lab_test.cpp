@@ -192,6 +192,18 @@ TEST(PrometheusLab, ThreeDaemonsFoundByFileDiscoveryAndSelectedByClass) {
       b.daemon = std::make_unique<DaemonProcess>(b.dir / "once.toml", b.dir / "once.log");
     }
     for (auto& b : boxes) ASSERT_EQ(b.daemon->wait(), 0) << b.daemon->log_text();
+    // Each step's bundle carries its box's label, which a store's --host selects the class by.
+    for (const auto& b : boxes) {
+      int labelled = 0;
+      for (const auto& e : fs::recursive_directory_iterator(b.dir / "bundles"))
+        if (e.path().extension() == ".json") {
+          std::ifstream in(e.path());
+          const auto bundle = json::parse(in);
+          EXPECT_EQ(bundle["host"].value("label", ""), b.label) << e.path();
+          ++labelled;
+        }
+      EXPECT_GT(labelled, 0) << "no bundle under " << b.dir / "bundles";
+    }
     for (auto& b : boxes) {
       testing::spit(b.dir / "serve.toml", b.campaign("2001-01-01 00:00:00", "127.0.0.1:0"));
       b.daemon = std::make_unique<DaemonProcess>(b.dir / "serve.toml", b.dir / "serve.log");

@@ -5,6 +5,7 @@
 // duplicates nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -135,6 +136,26 @@ TEST_F(QueueTest, FourBoxesDrainOneQueueWhileOneIsKilledMidStepEveryStepOnce) {
       db.query("SELECT count(DISTINCT claimed_by) FROM queue_steps WHERE status = 'finished'").integer(0, 0),
       3)
       << "the three live boxes each ran some";
+  // Each bundle carries the label of the box that ran it (host.label), which the store's --host selects.
+  EXPECT_EQ(db.query("SELECT count(*) FROM queue_steps q JOIN bundles b ON b.path = q.bundle_path "
+                     "WHERE b.host_label = CASE WHEN q.claimed_by IN ('box-1', 'box-2') THEN 'lab-a' "
+                     "ELSE 'lab-b' END")
+                .integer(0, 0),
+            kSteps);
+  const auto on_lab_b =
+      db.query(
+            "SELECT count(*) FROM queue_steps WHERE status = 'finished' AND claimed_by IN ('box-3', 'box-4')")
+          .integer(0, 0);
+  const auto history = schedlab("history --store '" + server_.url() +
+                                "' --workload yield --metric ns_per_yield --host 'lab-?b'");
+  EXPECT_EQ(history.code, 1) << "'lab-?b' matches no label: " << history.out;
+  const auto lab_b = schedlab("history --store '" + server_.url() +
+                              "' --workload yield --metric ns_per_yield --host 'lab-b'");
+  ASSERT_EQ(lab_b.code, 0) << lab_b.out;
+  EXPECT_EQ(std::count(lab_b.out.begin(), lab_b.out.end(), '\n'), on_lab_b + 1) << lab_b.out;  // + header
+  const auto either = schedlab("history --store '" + server_.url() +
+                               "' --workload yield --metric ns_per_yield --host 'lab-?'");
+  EXPECT_EQ(std::count(either.out.begin(), either.out.end(), '\n'), kSteps + 1) << either.out;
 
   const auto shown = schedlab("queue --queue '" + server_.url() + "'");
   ASSERT_EQ(shown.code, 0) << shown.out;
@@ -185,7 +206,7 @@ TEST_F(QueueTest, TheDatabaseRestartedMidCampaignLosesAndDuplicatesNothing) {
   std::set<std::string> on_disk;
   for (const auto& f : bundle_files(dir_.path() / "bundles"))
     on_disk.insert(fs::weakly_canonical(f).string());
-  for (const auto& p : store->history("yield", "ns_per_yield", "", ""))
+  for (const auto& p : store->history("yield", "ns_per_yield", "", "", ""))
     EXPECT_TRUE(on_disk.count(p.bundle_path)) << p.bundle_path;
 }
 

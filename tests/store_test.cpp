@@ -47,7 +47,7 @@ TEST_F(StoreTest, IndexesEachBundleOnceAndAnswersHistoryWithTheMedian) {
   EXPECT_FALSE(store_->index_bundle(files_[0], load_bundle(files_[0])));  // idempotent
   EXPECT_EQ(store_->bundle_count(), 4);
 
-  auto points = store_->history("yield", "ns_per_yield", "", "");
+  auto points = store_->history("yield", "ns_per_yield", "", "", "");
   ASSERT_EQ(points.size(), 4u);
   for (std::size_t i = 1; i < points.size(); ++i) EXPECT_LE(points[i - 1].started_at, points[i].started_at);
   const auto first = load_bundle(fs::path(points[0].bundle_path));
@@ -59,9 +59,14 @@ TEST_F(StoreTest, IndexesEachBundleOnceAndAnswersHistoryWithTheMedian) {
   EXPECT_EQ(points[0].unit, "ns");
 
   // The configuration filter matches a label (these bundles carry one) and nothing else.
-  EXPECT_EQ(store_->history("yield", "ns_per_yield", "counters-per-task", "").size(), 2u);
-  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "no-such-kernel", "").empty());
-  EXPECT_TRUE(store_->history("yield", "no_such_metric", "", "").empty());
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "counters-per-task", "", "").size(), 2u);
+  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "no-such-kernel", "", "").empty());
+  EXPECT_TRUE(store_->history("yield", "no_such_metric", "", "", "").empty());
+  // The host filter is a glob of the hostname (these were measured on "vm").
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "", "", "v?").size(), 4u);
+  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "", "", "lab-*").empty());
+  EXPECT_EQ(store_->bundle_paths("counters-per-task", "*").size(), 2u);
+  EXPECT_TRUE(store_->bundle_paths("counters-per-task", "vm2").empty());
   const auto per_rep = store_->seconds_per_repetition();
   EXPECT_GT(per_rep.at("yield/" + first.instances.at(0).params_hash), 0);
 }
@@ -76,7 +81,7 @@ TEST_F(StoreTest, RebuildReindexesFromDiskSkippingDiscardedAttemptsAndReportingB
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("broken.json"), std::string::npos) << skipped[0];
   EXPECT_EQ(store_->bundle_count(), 4);
-  EXPECT_EQ(store_->history("yield", "ns_per_yield", "", "").size(), 4u);
+  EXPECT_EQ(store_->history("yield", "ns_per_yield", "", "", "").size(), 4u);
 }
 
 // #28 item 1: an instance is its id and its parameters' hash. The exporter fixture's sweep (yield.threads=1
@@ -86,7 +91,7 @@ TEST_F(StoreTest, HistoryKeepsAnInstanceByIdAndParamsHash) {
   const fs::path sweep = fs::path(SCHEDLAB_FIXTURES_DIR) / "exporter" / "yield-wakeup.json";
   Bundle b = load_bundle(sweep);
   ASSERT_TRUE(store_->index_bundle(sweep, b));
-  auto points = store_->history("yield", "ns_per_yield", "", "");
+  auto points = store_->history("yield", "ns_per_yield", "", "", "");
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(points[0].instance_id, "yield.threads=1");
   EXPECT_EQ(points[0].params_hash, "6b4d6f56edcc7899");
@@ -102,16 +107,16 @@ TEST_F(StoreTest, HistoryKeepsAnInstanceByIdAndParamsHash) {
   }
   // --instance: the id, the hash, or 6+ of its first characters; fewer match no hash.
   for (const char* key : {"yield.threads=2", "63d92b66c2c6c854", "63d92b"}) {
-    auto one = store_->history("yield", "ns_per_yield", "", key);
+    auto one = store_->history("yield", "ns_per_yield", "", key, "");
     ASSERT_EQ(one.size(), 1u) << key;
     EXPECT_EQ(one[0].instance_id, "yield.threads=2") << key;
   }
-  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "", "63d9").empty());
+  EXPECT_TRUE(store_->history("yield", "ns_per_yield", "", "63d9", "").empty());
 
   for (auto& in : b.instances)
     if (in.workload == "yield") in.id = "yield";
   ASSERT_TRUE(store_->index_bundle(dir_ / "same-id.json", b));
-  auto same_id = store_->history("yield", "ns_per_yield", "", "yield");
+  auto same_id = store_->history("yield", "ns_per_yield", "", "yield", "");
   ASSERT_EQ(same_id.size(), 2u);
   EXPECT_NE(same_id[0].params_hash, same_id[1].params_hash);
   EXPECT_NE(same_id[0].median, same_id[1].median);
@@ -130,7 +135,7 @@ TEST_F(StoreTest, OpeningToReadCreatesNothing) {
   EXPECT_THROW(open_store_to_read("sqlite://" + (dir_ / "text.db").string()), InputError);
   store_->index_bundle(files_[0], load_bundle(files_[0]));
   auto reader = open_store_to_read("sqlite://" + (dir_ / "store.db").string());
-  EXPECT_EQ(reader->history("yield", "ns_per_yield", "", "").size(), 1u);
+  EXPECT_EQ(reader->history("yield", "ns_per_yield", "", "", "").size(), 1u);
 }
 
 // #30.11: a rebuild commits batch by batch, so that another writer (the daemon ending a step) waits

@@ -284,6 +284,7 @@ TrialRunner::Trial TrialRunner::run_trial(int trial, int planned_trials, const s
   }
   bundle.boot_id = sys.boot_id;
   bundle.host = sys.host;
+  if (!plan.host_label.empty()) bundle.host["label"] = plan.host_label;
   bundle.kernel = sys.kernel;
   bundle.configuration = sys.configuration;
   bundle.environment = sys.environment;

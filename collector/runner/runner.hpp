@@ -80,6 +80,9 @@ struct RunPlan {
   std::optional<std::uint64_t> memory_limit_bytes;  // each repetition's memory cgroup limit; none: unlimited
   // Under root, workloads that need no privilege run as this user (Workload::needs_root); "": as we are.
   std::string workload_user;
+  // The box's class label ([campaign] host_label, run --host-label), kept in the bundle as host.label so
+  // that a store indexing it can select the box's class by its name; "": none (the class is the shape).
+  std::string host_label;
   SettlePolicy settle;
   DiagnosticsPlan diagnostics;
   TrialEnvironmentFactory environment;  // a runtime configuration around every trial; none: as found

@@ -80,6 +80,17 @@ bool HostClass::matches(const std::string& pattern) const {
          ::fnmatch(pattern.c_str(), shape.c_str(), 0) == 0;
 }
 
+HostClass recorded_host_class(const json& bundle_host) {
+  std::string label;
+  if (bundle_host.is_object() && bundle_host.contains("label") && bundle_host["label"].is_string())
+    label = bundle_host["label"].get<std::string>();
+  try {
+    return host_class(bundle_host, label);
+  } catch (const InputError&) {
+    return host_class(bundle_host, "");
+  }
+}
+
 void check_host_label(const std::string& label) {
   for (unsigned char ch : label)
     if (!std::isalnum(ch) && ch != '.' && ch != '_' && ch != '-')

@@ -25,6 +25,10 @@ struct HostClass {
 // that is null there spells "unknown" in the shape. Throws InputError when `label` is not a plain word.
 HostClass host_class(const nlohmann::json& sysinfo_host, const std::string& label);
 
+// The class a bundle records: the shape of its host facts and their "label" (run --host-label), which a
+// bundle from elsewhere may lack or spell as no plain word (then: no label).
+HostClass recorded_host_class(const nlohmann::json& bundle_host);
+
 // This machine's class, from sysinfo's host facts read through `paths`.
 HostClass this_host_class(const HostPaths& paths, const std::string& label);
 

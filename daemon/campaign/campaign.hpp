@@ -104,8 +104,9 @@ struct Campaign {
       memory_limit_bytes;  // each repetition's (`run --memory-limit`); none: unlimited
   OnDiskFull on_disk_full = OnDiskFull::kWait;
   double disk_full_retry_s = 60;  // [campaign] disk_full_retry: "60s", "5m" or a number of seconds
-  // [campaign] host_label: names this box's class for the exporter's `class` label (one word, checked by
-  // check_host_label); "": the class is the host's shape, from its sysinfo facts.
+  // [campaign] host_label: names this box's class for the exporter's `class` label and in each bundle's
+  // host.label, which a store's --host selects (one word, checked by check_host_label); "": the class is
+  // the host's shape, from its sysinfo facts.
   std::string host_label;
   ExporterSettings exporter;
   ChangeSettings changes;

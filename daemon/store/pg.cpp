@@ -48,6 +48,21 @@ bool is_postgres_url(const std::string& url) {
   return url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
 }
 
+std::string like_pattern(const std::string& glob) {
+  std::string out;
+  for (char c : glob) {
+    if (c == '*')
+      out += '%';
+    else if (c == '?')
+      out += '_';
+    else if (c == '%' || c == '_' || c == '\\')
+      out += std::string("\\") + c;
+    else
+      out += c;
+  }
+  return out;
+}
+
 Result::~Result() {
   if (result_) PQclear(result_);
 }

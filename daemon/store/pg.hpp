@@ -26,6 +26,9 @@ class DatabaseUnavailable : public Error {
 // The URL with any password replaced by "***": what errors and logs may print.
 std::string redacted(const std::string& url);
 bool is_postgres_url(const std::string& url);  // postgresql:// or postgres://
+// A glob ('*', '?') as an SQL LIKE pattern with escape character '\': the queue's --hosts and a store's
+// --host are globs, matched by the database.
+std::string like_pattern(const std::string& glob);
 
 class Result {
  public:

@@ -31,7 +31,7 @@ constexpr const char* kSchemaV1 = R"(
 CREATE TABLE IF NOT EXISTS bundles (
   id BIGSERIAL PRIMARY KEY, path TEXT UNIQUE NOT NULL, run_id TEXT NOT NULL, trial INTEGER NOT NULL,
   label TEXT, configuration TEXT, configuration_hash TEXT, kernel_release TEXT, host TEXT,
-  host_class TEXT NOT NULL DEFAULT '', started_at TEXT, finished_at TEXT);
+  host_shape TEXT NOT NULL DEFAULT '', host_label TEXT NOT NULL DEFAULT '', started_at TEXT, finished_at TEXT);
 CREATE UNIQUE INDEX IF NOT EXISTS bundles_by_run ON bundles (run_id, trial) WHERE run_id <> '';
 CREATE TABLE IF NOT EXISTS kernels (
   configuration_hash TEXT PRIMARY KEY, kernel_release TEXT, configuration TEXT, identity TEXT);
@@ -122,7 +122,8 @@ class PostgresStore : public Store {
   int repetition_count() override { return count("SELECT count(*) FROM repetitions"); }
 
   std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
-                                    const std::string& kernel, const std::string& instance) override {
+                                    const std::string& kernel, const std::string& instance,
+                                    const std::string& host) override {
     auto q = db_.query(R"(
       SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, r.params_hash, m.value,
              m.unit, b.path, b.host
@@ -131,8 +132,10 @@ class PostgresStore : public Store {
         AND ($3::text = '' OR b.configuration = $3 OR b.kernel_release = $3)
         AND ($4::text = '' OR r.instance_id = $4
              OR (length($4) >= 6 AND substr(r.params_hash, 1, length($4)) = $4))
+        AND ($5::text = '' OR b.host LIKE $5 ESCAPE '\' OR b.host_shape LIKE $5 ESCAPE '\'
+             OR (b.host_label <> '' AND b.host_label LIKE $5 ESCAPE '\'))
       ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)",
-                       workload, metric, kernel, instance);
+                       workload, metric, kernel, instance, host.empty() ? host : pg::like_pattern(host));
     HistoryPoints points;
     for (int i = 0; i < q.rows(); ++i)
       points.add(q.integer(i, 0),
@@ -147,9 +150,10 @@ class PostgresStore : public Store {
       SELECT path FROM bundles
       WHERE (label = $1 OR configuration = $1
              OR (length($1) >= 6 AND substr(configuration_hash, 1, length($1)) = $1))
-        AND ($2::text = '' OR host = $2 OR host_class = $2)
+        AND ($2::text = '' OR host LIKE $2 ESCAPE '\' OR host_shape LIKE $2 ESCAPE '\'
+             OR (host_label <> '' AND host_label LIKE $2 ESCAPE '\'))
       ORDER BY started_at, id)",
-                       query, host);
+                       query, host.empty() ? host : pg::like_pattern(host));
     std::vector<std::string> out;
     for (int i = 0; i < q.rows(); ++i) out.push_back(q.text(i, 0));
     return out;
@@ -357,13 +361,14 @@ bool insert_bundle_in(pg::Connection& db, const std::filesystem::path& path, con
   const std::string config_hash = b.configuration.value("hash", "");
   const std::string release = b.configuration.value("kernel_release", "");
   const std::string configuration = configuration_name(b);
+  const HostClass klass = recorded_host_class(b.host);
   auto inserted =
       db.query(R"(
       INSERT INTO bundles (path, run_id, trial, label, configuration, configuration_hash, kernel_release, host,
-                           host_class, started_at, finished_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING RETURNING id)",
+                           host_shape, host_label, started_at, finished_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING RETURNING id)",
                path.string(), b.run_id, std::int64_t{b.trial}, b.label, configuration, config_hash, release,
-               b.host.value("hostname", ""), host_class(b.host, "").shape, b.started_at, b.finished_at);
+               b.host.value("hostname", ""), klass.shape, klass.label, b.started_at, b.finished_at);
   if (inserted.rows() == 0) return false;
   const auto bundle_id = inserted.integer(0, 0);
   db.query(R"(

@@ -106,7 +106,8 @@ class SqliteStore : public Store {
   int repetition_count() override { return count("SELECT count(*) FROM repetitions"); }
 
   std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
-                                    const std::string& kernel, const std::string& instance) override {
+                                    const std::string& kernel, const std::string& instance,
+                                    const std::string& host) override {
     sql::Statement q(db_, R"(
       SELECT b.id, b.started_at, b.configuration, b.kernel_release, r.instance_id, r.params_hash, m.value,
              m.unit, b.path, b.host
@@ -114,8 +115,9 @@ class SqliteStore : public Store {
       WHERE r.workload = ?1 AND m.name = ?2 AND r.status = 'ok'
         AND (?3 = '' OR b.configuration = ?3 OR b.kernel_release = ?3)
         AND (?4 = '' OR r.instance_id = ?4 OR (length(?4) >= 6 AND substr(r.params_hash, 1, length(?4)) = ?4))
+        AND (?5 = '' OR b.host GLOB ?5)
       ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)");
-    q.bind_all(workload, metric, kernel, instance);
+    q.bind_all(workload, metric, kernel, instance, host);
     HistoryPoints points;
     while (q.step())
       points.add(
@@ -130,7 +132,7 @@ class SqliteStore : public Store {
       SELECT path FROM bundles
       WHERE (label = ?1 OR configuration = ?1
              OR (length(?1) >= 6 AND substr(configuration_hash, 1, length(?1)) = ?1))
-        AND (?2 = '' OR host = ?2)
+        AND (?2 = '' OR host GLOB ?2)
       ORDER BY started_at, id)");
     q.bind_all(query, host);
     std::vector<std::string> out;

@@ -80,12 +80,14 @@ class Store {
   // Median of the ok repetitions of `metric` per bundle and instance (id and params_hash) of
   // `workload`, oldest first; `kernel` (empty: any) matches the configuration label or the kernel
   // release; `instance` (empty: any) matches the instance id, or its params_hash or a prefix of it
-  // (6 characters or more).
+  // (6 characters or more); `host` (empty: any) as bundle_paths' below.
   virtual std::vector<HistoryPoint> history(const std::string& workload, const std::string& metric,
-                                            const std::string& kernel, const std::string& instance) = 0;
+                                            const std::string& kernel, const std::string& instance,
+                                            const std::string& host) = 0;
   // The indexed bundles a diff side names: `query` is a label, a configuration name or a prefix of a
-  // configuration hash (6 characters or more); `host` (empty: any) a hostname (or, in PostgreSQL, a class
-  // shape). Paths as indexed, oldest first.
+  // configuration hash (6 characters or more); `host` (empty: any) a glob ('*', '?') the bundle's hostname
+  // matches, or in PostgreSQL (a lab's store, of many classes) also its host class's label or shape, as
+  // the queue's --hosts does. Paths as indexed, oldest first.
   virtual std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) = 0;
   // The metric names indexed for `workload` (any status), sorted: what `history --metric` can name.
   virtual std::vector<std::string> metric_names(const std::string& workload) = 0;

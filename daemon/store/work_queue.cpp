@@ -12,23 +12,6 @@
 namespace schedlab {
 namespace {
 
-// A host glob as an SQL LIKE pattern (escape character '\'): the database matches it against each worker's
-// names, so a claim is one statement.
-std::string like_pattern(const std::string& glob) {
-  std::string out;
-  for (char c : glob) {
-    if (c == '*')
-      out += '%';
-    else if (c == '?')
-      out += '_';
-    else if (c == '%' || c == '_' || c == '\\')
-      out += std::string("\\") + c;
-    else
-      out += c;
-  }
-  return out;
-}
-
 // A worker's names, any of which a step's pattern may match ($2 .. $5 of the statements below).
 constexpr const char* kMatchesWorker =
     "($2 LIKE q.hosts_like ESCAPE '\\' OR $3 LIKE q.hosts_like ESCAPE '\\' OR "
@@ -76,7 +59,7 @@ std::int64_t WorkQueue::submit(const std::string& campaign, const std::string& c
     db_->query(
         "INSERT INTO queue_steps (submission_id, step_key, step_index, hosts_like, status, attempts) "
         "VALUES ($1, $2, $3, $4, 'queued', 0)",
-        id, s.key, std::int64_t{s.index}, like_pattern(hosts));
+        id, s.key, std::int64_t{s.index}, pg::like_pattern(hosts));
   tx.commit();
   return id;
 }
