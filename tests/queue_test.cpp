@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -162,6 +163,43 @@ TEST_F(QueueTest, FourBoxesDrainOneQueueWhileOneIsKilledMidStepEveryStepOnce) {
   EXPECT_NE(shown.out.find("1 step(s) wait for hosts 'numa-*': no daemon of that class or name"),
             std::string::npos)
       << shown.out;
+}
+
+// A box that stops answering without dying (SIGSTOP: a hung box, a partition longer than its lease): its
+// step is taken over once the lease runs out, and when it comes back its late end is refused and its
+// attempt set aside, so the step is recorded once, by the box that now holds it.
+TEST_F(QueueTest, ABoxStoppedPastItsLeaseFindsItsStepTakenOverAndSetsItsAttemptAside) {
+  ASSERT_EQ(
+      schedlab("submit " + campaign("nightly", 1, 3000000).string() + " --queue '" + server_.url() + "'")
+          .code,
+      0);
+  auto stalled = box("box-a", "lab-a", 3);
+  ASSERT_TRUE(stalled->wait_for_log("step t1/running/yield", 1, 60)) << stalled->log_text();
+  ASSERT_EQ(::kill(stalled->pid(), SIGSTOP), 0);
+  // The step's own process goes on and ends while its daemon is stopped: only the daemon's end is late.
+  auto other = box("box-b", "lab-a", 3);
+  EXPECT_EQ(other->wait(), 0) << other->log_text();
+  EXPECT_NE(other->log_text().find("taken over from box-a whose lease ran out"), std::string::npos)
+      << other->log_text();
+  ASSERT_EQ(::kill(stalled->pid(), SIGCONT), 0);
+  EXPECT_EQ(stalled->wait(), 0) << stalled->log_text();
+  EXPECT_NE(stalled->log_text().find("this attempt is set aside as"), std::string::npos)
+      << stalled->log_text();
+
+  EXPECT_EQ(step_rows("status").at("1:t1/running/yield"), "finished");
+  EXPECT_EQ(step_rows("claimed_by").at("1:t1/running/yield"), "box-b");
+  auto store = open_store_to_read(server_.url());
+  EXPECT_EQ(store->bundle_count(), 1);
+  EXPECT_EQ(store->repetition_count(), 1);
+  const auto indexed = pg::Connection(server_.url()).query("SELECT path FROM bundles").text(0, 0);
+  EXPECT_NE(indexed.find("-box-b/"), std::string::npos) << indexed;
+  int discarded = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() / "bundles"))
+    if (e.is_directory() && e.path().extension() == ".discarded") {
+      ++discarded;
+      EXPECT_NE(e.path().filename().string().find("-box-a"), std::string::npos) << e.path();
+    }
+  EXPECT_EQ(discarded, 1);
 }
 
 TEST_F(QueueTest, TheDatabaseRestartedMidCampaignLosesAndDuplicatesNothing) {
