@@ -23,6 +23,14 @@
 namespace schedlab {
 namespace {
 
+// SQL: bundle `b` was measured on a host that parameter $N (a --host glob as pg::like_pattern spells it;
+// '' : any) names by its hostname, class shape or class label, as the queue matches a worker.
+std::string bundle_on_hosts(int n) {
+  const std::string p = "$" + std::to_string(n);
+  return "(" + p + "::text = '' OR b.host LIKE " + p + " ESCAPE '\\' OR b.host_shape LIKE " + p +
+         " ESCAPE '\\' OR (b.host_label <> '' AND b.host_label LIKE " + p + " ESCAPE '\\'))";
+}
+
 constexpr int kSchemaVersion = 1;
 constexpr std::int64_t kMigrationLock = 0x5C4ED1AB;  // pg_advisory_xact_lock key of the schema's migration
 constexpr std::size_t kRowsPerInsert = 500;          // metrics rows per multi-row INSERT
@@ -132,10 +140,10 @@ class PostgresStore : public Store {
         AND ($3::text = '' OR b.configuration = $3 OR b.kernel_release = $3)
         AND ($4::text = '' OR r.instance_id = $4
              OR (length($4) >= 6 AND substr(r.params_hash, 1, length($4)) = $4))
-        AND ($5::text = '' OR b.host LIKE $5 ESCAPE '\' OR b.host_shape LIKE $5 ESCAPE '\'
-             OR (b.host_label <> '' AND b.host_label LIKE $5 ESCAPE '\'))
+        AND )" + bundle_on_hosts(5) +
+                           R"(
       ORDER BY b.started_at, b.id, r.instance_id, r.params_hash, r.rep_index)",
-                       workload, metric, kernel, instance, host.empty() ? host : pg::like_pattern(host));
+                       workload, metric, kernel, instance, pg::like_pattern(host));
     HistoryPoints points;
     for (int i = 0; i < q.rows(); ++i)
       points.add(q.integer(i, 0),
@@ -147,13 +155,13 @@ class PostgresStore : public Store {
 
   std::vector<std::string> bundle_paths(const std::string& query, const std::string& host) override {
     auto q = db_.query(R"(
-      SELECT path FROM bundles
+      SELECT path FROM bundles b
       WHERE (label = $1 OR configuration = $1
              OR (length($1) >= 6 AND substr(configuration_hash, 1, length($1)) = $1))
-        AND ($2::text = '' OR host LIKE $2 ESCAPE '\' OR host_shape LIKE $2 ESCAPE '\'
-             OR (host_label <> '' AND host_label LIKE $2 ESCAPE '\'))
+        AND )" + bundle_on_hosts(2) +
+                           R"(
       ORDER BY started_at, id)",
-                       query, host.empty() ? host : pg::like_pattern(host));
+                       query, pg::like_pattern(host));
     std::vector<std::string> out;
     for (int i = 0; i < q.rows(); ++i) out.push_back(q.text(i, 0));
     return out;
