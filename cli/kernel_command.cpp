@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace kernels;
 
-constexpr int kExitFailed = 1;
+constexpr int kExitCommandFailed = 1;
 
 std::string source_text(const Recipe& r) {
   switch (r.kind) {
@@ -168,7 +168,7 @@ int KernelCommand::run() const {
     return 0;
   }
   if (guest_collect_->parsed())
-    return collect_guest_files(collect_from_, collect_to_, std::cout) == 0 ? 0 : kExitFailed;
+    return collect_guest_files(collect_from_, collect_to_, std::cout) == 0 ? 0 : kExitCommandFailed;
   if (resume_->parsed()) {
     auto o = resume_boot(state_file_, LabEnvironment{}, [](const std::vector<std::string>& argv) {
       ProcessOptions echo;
@@ -180,7 +180,7 @@ int KernelCommand::run() const {
       return run_process(argv, echo).exit_code;
     });
     fmt::print("{}: {}{}\n", o.record.string(), o.status, o.reason.empty() ? "" : " — " + o.reason);
-    return o.status == "ok" ? 0 : kExitFailed;
+    return o.status == "ok" ? 0 : kExitCommandFailed;
   }
 
   if (build_->parsed() && !git_.empty()) return build_refs();
@@ -330,7 +330,7 @@ int KernelCommand::run() const {
     std::cerr << "schedlab: " << recipe.name << ": " << result.status << ": " << result.reason
               << "\nlast console lines:\n"
               << result.console_tail << "\n";
-    return kExitFailed;
+    return kExitCommandFailed;
   }
   return 0;
 }

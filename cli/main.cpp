@@ -38,6 +38,7 @@
 #include "experiment/experiment.hpp"
 #include "experiment/rounds.hpp"
 #include "export/gbench.hpp"
+#include "kernels/package_cache.hpp"
 #include "runtime/applied_configuration.hpp"
 #include "runtime/restore_journal.hpp"
 #include "workloads/registry.hpp"
@@ -95,13 +96,6 @@ struct RunArgs {
   TrialEnvironmentFactory environment;  // this side's configuration, applied around every trial
   std::string configuration_key;        // and its content hash, for the experiment's comparison key
 };
-
-// Root keeps inputs (generated trees, extracted sources) with the system; others in their home.
-std::string default_cache_dir() {
-  if (::geteuid() == 0) return "/var/cache/schedlab";
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "/tmp") + "/.cache/schedlab";
-}
 
 // "yield.threads=2" -> (yield, threads, 2)
 std::tuple<std::string, std::string, std::string> split_param(const std::string& text) {
@@ -163,7 +157,7 @@ RunPlan make_plan(const RunArgs& a) {
   }
   plan.host_label = a.host_label;
   plan.counter_scope = parse_counter_scope(a.counter_scope);
-  plan.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
+  plan.cache_dir = a.cache_dir.empty() ? kernels::default_cache_dir().string() : a.cache_dir;
   plan.settle.max_wait_s = a.settle_timeout_s;
   plan.diagnostics.profile = a.profile;
   plan.diagnostics.repetitions = a.profile_repetitions;
@@ -311,7 +305,8 @@ int cmd_configurations(const RunArgs& args) {
   }
   runtime::RuntimeContext ctx;
   ctx.journal_dir =
-      std::filesystem::path(args.cache_dir.empty() ? default_cache_dir() : args.cache_dir) / "runtime";
+      (args.cache_dir.empty() ? kernels::default_cache_dir() : std::filesystem::path(args.cache_dir)) /
+      "runtime";
   ctx.schedulers_dir = args.schedulers_dir.empty() ? runtime::default_schedulers_dir()
                                                    : std::filesystem::path(args.schedulers_dir);
   ctx.isolation = parse_isolation_mode(args.isolation);
@@ -366,7 +361,8 @@ int cmd_configurations(const RunArgs& args) {
 int cmd_run(const RunArgs& args) {
   // Whatever a killed schedlab left changed goes back before this run measures anything.
   for (const auto& line : runtime::restore_leftovers(
-           std::filesystem::path(args.cache_dir.empty() ? default_cache_dir() : args.cache_dir) / "runtime",
+           (args.cache_dir.empty() ? kernels::default_cache_dir() : std::filesystem::path(args.cache_dir)) /
+               "runtime",
            boot_id()))
     std::cerr << "schedlab: " << line << "\n";
   if (!args.configurations.empty()) return cmd_configurations(args);

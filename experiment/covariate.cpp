@@ -21,7 +21,7 @@ double covariance(std::span<const double> x, std::span<const double> y) {
   return s / static_cast<double>(x.size() - 1);
 }
 
-double pct(double log_ratio) {
+double log_ratio_pct(double log_ratio) {
   return std::expm1(log_ratio) * 100;
 }
 
@@ -51,8 +51,8 @@ nlohmann::json covariate_json(const std::vector<double>& d, const std::vector<do
       {"variance_reduction_in_sample", r * r},
       {"theta_first_half", theta},
       {"variance_reduction_out_of_sample", out_of_sample},
-      {"probe_shift_pct", pct(shift.mean_difference)},
-      {"probe_interval_pct", {pct(shift.lower), pct(shift.upper)}},
+      {"probe_shift_pct", log_ratio_pct(shift.mean_difference)},
+      {"probe_interval_pct", {log_ratio_pct(shift.lower), log_ratio_pct(shift.upper)}},
       {"probe_sd_log_ratio", std::sqrt(var_p)}};
   if (margin_pct > 0)
     j["probe_equivalent"] =

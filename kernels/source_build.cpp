@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kReadyFile = "built.json";
+constexpr const char* kBuiltRecord = "built.json";
 constexpr const char* kPreparedFile = "prepared";  // the recipe hash, once the tree is patched and configured
 constexpr const char* kBuildLog = "build.log";  // every tool's output, kept beside the build (and on failure)
 
@@ -104,7 +104,8 @@ std::optional<fs::path> pristine_twin(const Recipe& r, const KernelArtifacts& ba
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(cache / "builds", ec)) {
     const auto name = e.path().filename().string();
-    if (!name.ends_with(suffix) || !fs::exists(e.path() / kReadyFile) || !fs::is_directory(e.path() / "tree"))
+    if (!name.ends_with(suffix) || !fs::exists(e.path() / kBuiltRecord) ||
+        !fs::is_directory(e.path() / "tree"))
       continue;
     return only_subdirectory(e.path() / "tree");
   }
@@ -121,7 +122,7 @@ std::optional<KernelArtifacts> cached_build(const Recipe& r, const fs::path& rec
   auto base_k = cached_base_kernel(r, recipes_dir, cache);
   if (!base_k) return std::nullopt;
   const fs::path dir = cache / "builds" / (r.name + "-" + recipe_hash(r, text_of(base_k->config)));
-  auto ready = read_text(dir / kReadyFile);
+  auto ready = read_text(dir / kBuiltRecord);
   if (!ready) return std::nullopt;
   auto j = nlohmann::json::parse(*ready);
   KernelArtifacts k = artifacts_under(dir / "root", r.source.package, r.source.version, j.at("release"));
@@ -316,7 +317,7 @@ KernelArtifacts build_kernel(const Recipe& r, const fs::path& recipes_dir, const
                           {"jobs", jobs},
                           {"build_seconds", seconds},
                           {"started", started}};
-  write_file_atomic(dir / kReadyFile, ready.dump(2) + "\n");
+  write_file_atomic(dir / kBuiltRecord, ready.dump(2) + "\n");
   // A pristine tree stays: a patched twin starts from it (see above). Patched trees go.
   if (!r.source.patches.empty()) fs::remove_all(tree_parent);
   log << r.name << ": built " << release << " in " << static_cast<long>(seconds) << " s\n";

@@ -84,13 +84,6 @@ CREATE TABLE IF NOT EXISTS change_points (
   PRIMARY KEY (series, at));
 )";
 
-StepStatus parse_step_status(const std::string& s) {
-  if (s == "running") return StepStatus::kRunning;
-  if (s == "finished") return StepStatus::kFinished;
-  if (s == "failed") return StepStatus::kFailed;
-  return StepStatus::kPending;
-}
-
 int schema_version(pg::Connection& db) {
   auto exists = db.query("SELECT to_regclass('schedlab_schema') IS NOT NULL");
   if (exists.text(0, 0) != "t") return 0;

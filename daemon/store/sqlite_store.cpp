@@ -48,13 +48,6 @@ CREATE TABLE IF NOT EXISTS change_points (
 
 constexpr std::size_t kRebuildBatch = 32;  // bundles per rebuild transaction
 
-StepStatus parse_step_status(const std::string& s) {
-  if (s == "running") return StepStatus::kRunning;
-  if (s == "finished") return StepStatus::kFinished;
-  if (s == "failed") return StepStatus::kFailed;
-  return StepStatus::kPending;
-}
-
 class SqliteStore : public Store {
  public:
   struct ForReading {};
@@ -407,6 +400,13 @@ std::string to_string(StepStatus s) {
       break;
   }
   return "pending";
+}
+
+StepStatus parse_step_status(const std::string& s) {
+  if (s == "running") return StepStatus::kRunning;
+  if (s == "finished") return StepStatus::kFinished;
+  if (s == "failed") return StepStatus::kFailed;
+  return StepStatus::kPending;
 }
 
 std::string configuration_name(const Bundle& bundle) {

@@ -56,6 +56,7 @@ struct ChangeRecord {
 
 enum class StepStatus { kPending, kRunning, kFinished, kFailed };
 std::string to_string(StepStatus s);
+StepStatus parse_step_status(const std::string& s);  // to_string's inverse; anything else is pending
 
 struct StepRecord {
   std::string key;

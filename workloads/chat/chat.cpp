@@ -37,7 +37,7 @@ constexpr std::int64_t kMaxMessageBytes = 1 << 20;
 // Descriptors each process needs beyond one per connection (stdio, pipes, the listener, ...).
 constexpr long kSpareDescriptors = 64;
 
-struct Options {
+struct ChatOptions {
   int rooms, users, messages, message_bytes, port, nice;
   LockKind lock;
   double rate, max_duration_s;
@@ -47,7 +47,7 @@ struct Options {
   bool open_loop() const { return rate > 0; }
 };
 
-Options options_from(const ParamValues& p) {
+ChatOptions chat_options(const ParamValues& p) {
   return {p.at("rooms").get<int>(),
           p.at("users").get<int>(),
           p.at("messages").get<int>(),
@@ -75,7 +75,7 @@ struct Header {
 static_assert(sizeof(Header) == 32);
 
 // Server and client processes: the server is task 0, the clients task 1.
-std::vector<int> process_cpus(const Options& o, const WorkloadContext& ctx) {
+std::vector<int> process_cpus(const ChatOptions& o, const WorkloadContext& ctx) {
   if (o.placement == Placement::kSameThread)
     throw InputError("chat.placement: same-thread applies to tbench only");
   return assign_cpus(o.placement, 2, ctx.topology, ctx.allowed_cpus);
@@ -93,8 +93,8 @@ struct ServerTally {
   std::atomic<std::uint64_t> yields{0}, broadcasts{0}, writes{0};
 };
 
-void serve_connection(int fd, const Options& o, std::vector<std::unique_ptr<Room>>& rooms, std::latch& joined,
-                      ServerTally& tally) {
+void serve_connection(int fd, const ChatOptions& o, std::vector<std::unique_ptr<Room>>& rooms,
+                      std::latch& joined, ServerTally& tally) {
   std::uint64_t yields = 0, broadcasts = 0, writes = 0;
   Header h{};
   if (!read_exact(fd, &h, sizeof h) || h.kind != Kind::kHello || h.room >= rooms.size())
@@ -133,7 +133,7 @@ void serve_connection(int fd, const Options& o, std::vector<std::unique_ptr<Room
   tally.writes += writes;
 }
 
-std::string server_main(Fd listener, const Options& o, int cpu) {
+std::string server_main(Fd listener, const ChatOptions& o, int cpu) {
   setup_current_thread({"schedlab-chatsv", cpu, &o.policy, o.nice});
   std::vector<std::unique_ptr<Room>> rooms;
   for (int r = 0; r < o.rooms; ++r) rooms.push_back(std::make_unique<Room>(o.lock));
@@ -183,7 +183,7 @@ struct UserResult {
 
 class User {
  public:
-  User(int id, int port, const Options& o, std::int64_t deadline_ns)
+  User(int id, int port, const ChatOptions& o, std::int64_t deadline_ns)
       : id_(id),
         room_(id / o.users),
         o_(o),
@@ -331,7 +331,7 @@ class User {
   }
 
   int id_, room_;
-  const Options& o_;
+  const ChatOptions& o_;
   std::int64_t deadline_ns_;
   Fd conn_;
   std::vector<std::uint32_t> next_seq_;
@@ -343,7 +343,7 @@ class User {
   UserResult result_;
 };
 
-std::string clients_main(int port, const Options& o, int cpu, std::int64_t deadline_ns) {
+std::string clients_main(int port, const ChatOptions& o, int cpu, std::int64_t deadline_ns) {
   setup_current_thread({"schedlab-chatcl", cpu, &o.policy, o.nice});
   const auto n = static_cast<std::size_t>(o.connections());
   std::vector<UserResult> results(n);
@@ -463,7 +463,7 @@ std::map<std::string, std::map<std::string, std::string>> ChatWorkload::quick_in
 }
 
 void ChatWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
-  const auto o = options_from(params);
+  const auto o = chat_options(params);
   process_cpus(o, ctx);
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
@@ -476,7 +476,7 @@ void ChatWorkload::validate(const ParamValues& params, const WorkloadContext& ct
 }
 
 WorkloadResult ChatWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
-  const auto o = options_from(params);
+  const auto o = chat_options(params);
   const auto cpus = process_cpus(o, ctx);
   Fd listener = listen_on_loopback(o.port, o.connections() + 16, "chat server");
   const int port = local_port(listener.get());

@@ -25,21 +25,21 @@
 namespace schedlab {
 namespace {
 
-struct Options {
+struct FairnessOptions {
   std::vector<int> nices;
   double duration_s, warmup_s;
   Placement placement;
   SchedPolicy policy;
 };
 
-Options options_from(const ParamValues& p) {
+FairnessOptions fairness_options(const ParamValues& p) {
   return {fairness::parse_nices(p.at("nices").get<std::string>(), "fairness.nices"),
           p.at("duration_s").get<double>(), p.at("warmup_s").get<double>(),
           parse_placement(p.at("placement").get<std::string>()),
           parse_policy(p.at("policy").get<std::string>())};
 }
 
-std::vector<int> task_cpus(const Options& o, const WorkloadContext& ctx) {
+std::vector<int> task_cpus(const FairnessOptions& o, const WorkloadContext& ctx) {
   return assign_cpus(o.placement, static_cast<int>(o.nices.size()), ctx.topology, ctx.allowed_cpus);
 }
 
@@ -165,7 +165,7 @@ std::string FairnessWorkload::needs_root(const ParamValues& params, const Worklo
 }
 
 void FairnessWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
-  const auto o = options_from(params);
+  const auto o = fairness_options(params);
   if (o.placement == Placement::kSameThread || o.placement == Placement::kUnpinned)
     throw InputError("fairness.placement: " + to_string(o.placement) +
                      " does not say which tasks share a CPU, so their entitled shares are undefined; use "
@@ -179,11 +179,11 @@ void FairnessWorkload::validate(const ParamValues& params, const WorkloadContext
 }
 
 std::vector<int> FairnessWorkload::cpus(const ParamValues& params, const WorkloadContext& ctx) const {
-  return cpus_in_use(task_cpus(options_from(params), ctx), ctx.allowed_cpus);
+  return cpus_in_use(task_cpus(fairness_options(params), ctx), ctx.allowed_cpus);
 }
 
 WorkloadResult FairnessWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
-  const auto o = options_from(params);
+  const auto o = fairness_options(params);
   const auto cpus = task_cpus(o, ctx);
   const std::size_t n = o.nices.size();
 

@@ -20,7 +20,7 @@ namespace {
 
 using kernbench::BuildTree;
 
-struct Options {
+struct KernbenchOptions {
   long long jobs;  // 0: make -j without a limit
   std::string tree;
   int files;
@@ -29,7 +29,7 @@ struct Options {
   double unit_work_ms;  // injected CPU work per compiler run; 0: none
 };
 
-Options options_from(const ParamValues& p) {
+KernbenchOptions kernbench_options(const ParamValues& p) {
   return {p.at("jobs").get<long long>(), p.at("tree").get<std::string>(),
           p.at("files").get<int>(),      parse_policy(p.at("policy").get<std::string>()),
           p.at("nice").get<int>(),       p.value("unit_work_ms", 0.0)};
@@ -175,7 +175,7 @@ std::map<std::string, std::map<std::string, std::string>> KernbenchWorkload::qui
 }
 
 void KernbenchWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
-  const auto o = options_from(params);
+  const auto o = kernbench_options(params);
   if (ctx.cache_dir.empty())
     throw InputError("kernbench needs a cache directory for its source trees (--cache-dir)");
   kernbench::check_tree(o.tree);
@@ -187,7 +187,7 @@ void KernbenchWorkload::validate(const ParamValues& params, const WorkloadContex
 }
 
 WorkloadResult KernbenchWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
-  const auto o = options_from(params);
+  const auto o = kernbench_options(params);
   const auto cache_root = ctx.cache_dir / "kernbench";
   std::filesystem::create_directories(cache_root);
   FileLock lock(cache_root / ".lock", "using the kernbench cache " + cache_root.string() +

@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using sdet::Script;
 
-struct Options {
+struct SdetOptions {
   int users, scripts, nice;
   std::uint64_t seed;
   double max_duration_s;
@@ -34,7 +34,7 @@ struct Options {
   SchedPolicy policy;
 };
 
-Options options_from(const ParamValues& p) {
+SdetOptions sdet_options(const ParamValues& p) {
   return {p.at("users").get<int>(),
           p.at("scripts").get<int>(),
           p.at("nice").get<int>(),
@@ -46,7 +46,7 @@ Options options_from(const ParamValues& p) {
           parse_policy(p.at("policy").get<std::string>())};
 }
 
-std::vector<int> user_cpus(const Options& o, const WorkloadContext& ctx) {
+std::vector<int> user_cpus(const SdetOptions& o, const WorkloadContext& ctx) {
   if (o.placement == Placement::kSameThread)
     throw InputError("sdet.placement: same-thread applies to tbench only");
   try {
@@ -56,7 +56,7 @@ std::vector<int> user_cpus(const Options& o, const WorkloadContext& ctx) {
   }
 }
 
-std::vector<std::vector<std::size_t>> orders(const Options& o, std::size_t set_size) {
+std::vector<std::vector<std::size_t>> orders(const SdetOptions& o, std::size_t set_size) {
   std::vector<std::vector<std::size_t>> out;
   for (int u = 0; u < o.users; ++u)
     out.push_back(sdet::user_order(o.seed, u, set_size, static_cast<std::size_t>(o.scripts)));
@@ -215,7 +215,7 @@ std::map<std::string, std::map<std::string, std::string>> SdetWorkload::quick_in
 }
 
 void SdetWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
-  const auto o = options_from(params);
+  const auto o = sdet_options(params);
   user_cpus(o, ctx);
   sdet::script_set(o.script_dir);
   if (!o.export_dir.empty()) {
@@ -230,11 +230,11 @@ void SdetWorkload::validate(const ParamValues& params, const WorkloadContext& ct
 }
 
 std::vector<int> SdetWorkload::cpus(const ParamValues& params, const WorkloadContext& ctx) const {
-  return cpus_in_use(user_cpus(options_from(params), ctx), ctx.allowed_cpus);
+  return cpus_in_use(user_cpus(sdet_options(params), ctx), ctx.allowed_cpus);
 }
 
 WorkloadResult SdetWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
-  const auto o = options_from(params);
+  const auto o = sdet_options(params);
   const auto cpus = user_cpus(o, ctx);
   const auto set = sdet::script_set(o.script_dir);
   const auto order = orders(o, set.size());

@@ -24,7 +24,7 @@
 namespace schedlab {
 namespace {
 
-struct Options {
+struct YieldOptions {
   int threads, competitors, nice;
   long long yields;
   double duration_s;
@@ -33,7 +33,7 @@ struct Options {
   double spin_ns;
 };
 
-Options options_from(const ParamValues& p) {
+YieldOptions yield_options(const ParamValues& p) {
   return {p.at("threads").get<int>(),
           p.at("competitors").get<int>(),
           p.at("nice").get<int>(),
@@ -165,20 +165,20 @@ std::map<std::string, std::map<std::string, std::string>> YieldWorkload::quick_i
 }
 
 void YieldWorkload::validate(const ParamValues& params, const WorkloadContext& ctx) const {
-  auto o = options_from(params);
+  auto o = yield_options(params);
   if (o.placement == Placement::kSameThread)
     throw InputError("yield.placement: same-thread applies to tbench only");
   assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus);
 }
 
 std::vector<int> YieldWorkload::cpus(const ParamValues& params, const WorkloadContext& ctx) const {
-  const auto o = options_from(params);
+  const auto o = yield_options(params);
   return cpus_in_use(assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus),
                      ctx.allowed_cpus);
 }
 
 WorkloadResult YieldWorkload::run(const ParamValues& params, const WorkloadContext& ctx) {
-  const auto o = options_from(params);
+  const auto o = yield_options(params);
   const auto cpus = assign_cpus(o.placement, o.threads + o.competitors, ctx.topology, ctx.allowed_cpus);
   const auto n_yielders = static_cast<std::size_t>(o.threads);
 
