@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "aa_pool.hpp"
@@ -61,7 +62,7 @@ TEST(ExperimentHistory, OnlyThePilotsOfSequentialRecordsGiveTheSpreadUnbiased) {
     const auto record = resampled_record(pool, design, rng, i);
     const auto unstopped = unstopped_ln_ratios(record);
     ASSERT_EQ(unstopped.size(), design.pilot_pairs) << record["stop"].dump();
-    const auto known = pooled_spread({{"r" + std::to_string(i), record}}, 4, 1, "pool");
+    const auto known = pooled_spread({{fmt::format("r{}", i), record}}, 4, 1, "pool");
     ASSERT_TRUE(known.has_value());
     EXPECT_DOUBLE_EQ(known->sd, sample_sd(unstopped));
     pilot_variance += known->sd * known->sd;
