@@ -48,9 +48,15 @@ TEST(Fairness, NiceZeroAgainstNiceFiveSplitsOneCpuByTheWeightTable) {
   const auto& r = b.instances.at(0).repetitions.at(0);
   // kernel/sched/core.c: nice 0 weighs 1024, nice 5 weighs 335.
   expect_weight_shares(r, {{0, 1024.0 / 1359}, {5, 335.0 / 1359}});
-  // Both spin on one CPU: it was busy with them nearly all the time, and the niced one waited for the
-  // other's slices, so it was off the CPU for at least some intervals, none longer than the window.
-  EXPECT_GT(metric(r, "tasks_cpu_pct"), 50);
+  // Both spin on one CPU. How much of it they got is the machine's to say (a neighbour on that CPU takes
+  // its part: 28% was seen beside a CPU hog), so the metric is held to the record's own figures: the
+  // tasks' CPU time over the window. The niced one waited for the other's slices, so it was off the CPU
+  // for at least some intervals, none longer than the window.
+  double cpu_ms = 0;
+  for (const auto& t : r.details.at("tasks")) cpu_ms += t.at("cpu_ms").get<double>();
+  const double window_ms = r.details.at("window_s").get<double>() * 1000;
+  EXPECT_NEAR(metric(r, "tasks_cpu_pct"), cpu_ms / window_ms * 100, 1e-6);
+  EXPECT_GT(metric(r, "tasks_cpu_pct"), 0);
   EXPECT_LE(metric(r, "tasks_cpu_pct"), 100.5);
   EXPECT_GT(metric(r, "lightest_max_gap_ms"), 0.02);
   EXPECT_LE(metric(r, "lightest_p99_gap_ms"), metric(r, "lightest_max_gap_ms"));
