@@ -46,10 +46,16 @@ void expect_consistent(const Repetition& r, int threads, double duration_s, doub
   EXPECT_EQ(in_buckets, hist.at("count").get<std::uint64_t>());
   EXPECT_EQ(per_thread, hist.at("count").get<std::uint64_t>());
   EXPECT_EQ(metric(r, "wakeups"), static_cast<double>(per_thread));
-  // Each thread wakes once per period, fewer only after overruns.
+  // Each thread wakes once per period, fewer only after overruns: every period's deadline is either a
+  // wakeup or a period it missed while late. How many it missed is the machine's (a loaded VM overran
+  // 17% of them), so the count is held to the record, not to a floor.
   const double expected = threads * duration_s * 1e6 / period_us;
+  std::uint64_t missed = 0;
+  for (const auto& t : r.details.at("threads")) missed += t.at("missed_periods").get<std::uint64_t>();
   EXPECT_LE(metric(r, "wakeups"), expected + threads);
-  EXPECT_GE(metric(r, "wakeups"), 0.5 * expected);  // overruns on a loaded VM skip periods
+  EXPECT_NEAR(metric(r, "wakeups") + static_cast<double>(missed), expected, threads + 0.01 * expected)
+      << missed << " periods missed";
+  EXPECT_GT(metric(r, "wakeups"), 0);
   EXPECT_LE(metric(r, "latency_p50_us"), metric(r, "latency_p90_us"));
   EXPECT_LE(metric(r, "latency_p90_us"), metric(r, "latency_p99_us"));
   EXPECT_LE(metric(r, "latency_p99_us"), metric(r, "latency_max_us"));

@@ -100,15 +100,22 @@ class DmaLatencyRequest {
 struct ThreadStats {
   LatencyHistogram histogram;
   std::uint64_t wakeups = 0;
+  // The window's deadlines this thread never slept to: those that passed while it was late (an overrun),
+  // and those before it began (a late start beside a load). wakeups + missed_periods = the window's periods.
+  std::uint64_t missed_periods = 0;
   long timer_slack_ns = -1;  // as the kernel reports it after set-up
   int cpu = -1;
   std::optional<TaskSched> sched;  // /proc/thread-self/sched over the wake loop
 };
 
 // Sleeps to absolute deadlines like cyclictest's clock_nanosleep mode: after an overrun, the
-// next deadline is the first one still in the future.
-void wake_loop(ThreadStats& s, std::int64_t period_ns, std::int64_t end_ns) {
-  std::int64_t next = monotonic_ns() + period_ns;
+// next deadline is the first one still in the future. Each thread's deadlines count from its own start
+// (as cyclictest's threads, they are not all aligned on the window's).
+void wake_loop(ThreadStats& s, std::int64_t period_ns, std::int64_t window_start_ns, std::int64_t end_ns) {
+  const std::int64_t start = monotonic_ns();
+  s.missed_periods =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, start - window_start_ns) / period_ns);
+  std::int64_t next = start + period_ns;
   while (next <= end_ns) {
     const timespec deadline = from_ns(next);
     int rc;
@@ -119,7 +126,7 @@ void wake_loop(ThreadStats& s, std::int64_t period_ns, std::int64_t end_ns) {
     s.histogram.add(now - next);
     ++s.wakeups;
     next += period_ns;
-    while (next <= now) next += period_ns;
+    for (; next <= now; next += period_ns) ++s.missed_periods;
   }
 }
 
@@ -257,6 +264,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
   std::atomic<bool> stop_hogs{false};
   std::latch ready(static_cast<std::ptrdiff_t>(stats.size() + static_cast<std::size_t>(o.hogs) + 1));
   std::atomic<std::int64_t> end_ns{0};
+  const auto window_ns = static_cast<std::int64_t>(o.duration_s * 1e9);
 
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < stats.size(); ++i) {
@@ -276,7 +284,8 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
       if (errors[i]) return;
       try {
         const auto sched0 = read_own_task_sched();
-        wake_loop(s, o.period_ns, end_ns.load());
+        const std::int64_t end = end_ns.load();
+        wake_loop(s, o.period_ns, end - window_ns, end);
         const auto sched1 = read_own_task_sched();
         if (sched0 && sched1) s.sched = task_sched_delta(*sched0, *sched1);
       } catch (...) {
@@ -297,7 +306,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
       while (!stop_hogs.load(std::memory_order_relaxed)) spins = spins + 1;
     });
   }
-  end_ns = monotonic_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);
+  end_ns = monotonic_ns() + window_ns;
   ready.arrive_and_wait();
   for (std::size_t i = 0; i < stats.size(); ++i) threads[i].join();
   stop_hogs = true;
@@ -314,6 +323,7 @@ WorkloadResult WakeupWorkload::run(const ParamValues& params, const WorkloadCont
     all.merge(s.histogram);
     per_thread.push_back({{"cpu", s.cpu},
                           {"wakeups", s.wakeups},
+                          {"missed_periods", s.missed_periods},
                           {"timer_slack_ns", s.timer_slack_ns},
                           {"p50_us", s.histogram.percentile_us(0.5)},
                           {"max_us", static_cast<double>(s.histogram.max_ns()) / 1000.0}});
