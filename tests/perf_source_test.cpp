@@ -20,6 +20,22 @@
 namespace schedlab {
 namespace {
 
+// A child's context switches as rusage counts them, over its whole life.
+struct ChildSwitches {
+  long voluntary = 0, involuntary = 0;
+};
+
+// The counter sees the child's switches from its start byte to its exit: never more than rusage's count
+// of its whole life, and every voluntary one but the wait for the start byte and the exit path's (a
+// margin of 4). The involuntary ones outside that window are the machine's: beside a neighbour test
+// rusage counted 525 to the counter's 500, so they are not held to the margin.
+void expect_counts_the_window(double counted, const ChildSwitches& rusage) {
+  EXPECT_LE(counted, static_cast<double>(rusage.voluntary + rusage.involuntary) + 4.0)
+      << rusage.voluntary << " voluntary, " << rusage.involuntary << " involuntary";
+  EXPECT_GE(counted, static_cast<double>(rusage.voluntary) - 4.0)
+      << rusage.voluntary << " voluntary, " << rusage.involuntary << " involuntary";
+}
+
 // A child that waits for a byte, then sleeps `naps` times for 100 us (each nap is one
 // voluntary context switch), then exits. Returns its pid and the pipe to start it.
 struct NappingChild {
@@ -40,20 +56,20 @@ struct NappingChild {
     go = fds[1];
   }
   // Returns the child's context switches as the kernel's rusage counts them.
-  long start_and_wait() {
+  ChildSwitches start_and_wait() {
     EXPECT_EQ(::write(go, "g", 1), 1);
     ::close(go);
     int status = 0;
     rusage ru{};
     ::wait4(pid, &status, 0, &ru);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    return ru.ru_nvcsw + ru.ru_nivcsw;
+    return {ru.ru_nvcsw, ru.ru_nivcsw};
   }
 };
 
-// Counts `events` over a napping child; `switches` receives the child's rusage switch count.
+// Counts `events` over a napping child; `switches` receives the child's rusage switch counts.
 Repetition count(const std::vector<std::string>& events, int naps, PerfOpener opener = system_perf_opener(),
-                 const std::string& cgroup_leaf = "", long* switches = nullptr,
+                 const std::string& cgroup_leaf = "", ChildSwitches* switches = nullptr,
                  CounterScope scope = CounterScope::kTaskTree) {
   PerfSource source(events, scope, std::move(opener));
   NappingChild child(naps);
@@ -67,7 +83,7 @@ Repetition count(const std::vector<std::string>& events, int naps, PerfOpener op
   }
   source.attach(target);
   source.enable();
-  long rusage_switches = child.start_and_wait();
+  const auto rusage_switches = child.start_and_wait();
   if (switches) *switches = rusage_switches;
   Repetition rep;
   source.collect(rep);
@@ -84,7 +100,7 @@ bool cgroup_available() {
 }
 
 TEST(PerfSource, CountsContextSwitchesOfTheChild) {
-  long switches = 0;
+  ChildSwitches switches;
   auto rep = count({"perf::CONTEXT-SWITCHES", "perf::TASK-CLOCK"}, 500, system_perf_opener(), "", &switches);
   const auto& cs = rep.counters.at("perf::CONTEXT-SWITCHES");
   ASSERT_TRUE(cs.ok()) << cs.reason;
@@ -92,7 +108,7 @@ TEST(PerfSource, CountsContextSwitchesOfTheChild) {
   // counts what the counter cannot see: the wait for the start byte, before counting began, and
   // the switches of the exit path after perf detached from the task.
   EXPECT_GE(cs.value, 250);  // counting happened: most naps switch
-  EXPECT_NEAR(cs.value, static_cast<double>(switches), 4.0);
+  expect_counts_the_window(cs.value, switches);
   EXPECT_EQ(cs.unit, "count");
   EXPECT_EQ(cs.time_enabled_ns, cs.time_running_ns);  // software events never multiplex
   EXPECT_EQ(cs.scope, "task-tree");
@@ -104,14 +120,14 @@ TEST(PerfSource, CountsContextSwitchesOfTheChild) {
 
 TEST(PerfSource, CountsPerCpuOnTheCgroupOfTheChild) {
   if (!cgroup_available()) GTEST_SKIP() << "no writable cgroup v2 hierarchy here";
-  long switches = 0;
+  ChildSwitches switches;
   auto rep = count({"perf::CONTEXT-SWITCHES", "perf::TASK-CLOCK", "cycles:u"}, 500, system_perf_opener(),
                    "schedlab-perf-test-" + std::to_string(::getpid()), &switches, CounterScope::kCgroup);
   const auto& cs = rep.counters.at("perf::CONTEXT-SWITCHES");
   ASSERT_TRUE(cs.ok()) << cs.reason;
   EXPECT_EQ(cs.scope, "cgroup");
   EXPECT_GE(cs.value, 250);  // counting happened: most naps switch
-  EXPECT_NEAR(cs.value, static_cast<double>(switches), 4.0);
+  expect_counts_the_window(cs.value, switches);
   EXPECT_GT(rep.counters.at("perf::TASK-CLOCK").value, 0);
   const auto& cycles = rep.counters.at("cycles:u");
   EXPECT_EQ(cs.cost, "per-switch");
