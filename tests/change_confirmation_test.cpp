@@ -16,6 +16,7 @@
 
 #include "changes/confirmation.hpp"
 #include "cli_util.hpp"
+#include "core/sanitizers.hpp"
 #include "pinned_hogs.hpp"
 #include "test_util.hpp"
 
@@ -37,7 +38,7 @@ TEST(ChangeConfirmation, AVerdictConfirmsOnlyAChangeTheSameWay) {
 // The planted level shift (idle-policy hogs) is sized against the uninstrumented loop: under ASan the
 // loop's own cost hides it (CI's sanitizer build found no change at all). The rerun and the store run
 // there all the same, in ARuntimeSwitchIsConfirmedByItsRerunAndTheStatusIsStored.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
 constexpr bool kInstrumented = true;
 #else
 constexpr bool kInstrumented = false;

@@ -16,6 +16,7 @@
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
 #include "core/host_paths.hpp"
+#include "core/sanitizers.hpp"
 #include "daemon/campaign/calendar.hpp"
 #include "daemon/schedule.hpp"
 #include "daemon/store/sqlite.hpp"
@@ -264,7 +265,7 @@ TEST_F(DaemonFaultTest, ACorruptedStoreIsRefusedNamingTheFileAndTheWayOut) {
 // idle and started again after missing at least two elapses makes them up with one run at once (systemd's
 // Persistent=true), for the latest missed elapse, and then waits for the next one.
 TEST(DaemonSchedule, RunsAtItsElapseAndMakesUpMissedElapsesOnceAfterAKill) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
   // 17 s of waiting for elapses; the schedule's arithmetic runs under ASan in calendar_test, and the
   // daemon's step path in DaemonFaultTest.
   GTEST_SKIP() << "the Release build runs it";
@@ -634,7 +635,7 @@ TEST_F(DaemonOnce, WaitsForAStoreLockedLongerThanTheBusyTimeout) {
 // nightly run is not repeated), and once the clock passes it again the next elapse runs once (none is
 // skipped). Before, a run ahead of the clock counted as seen "now" and the next elapse ran again.
 TEST(DaemonSchedule, TheClockSetBackAnHourRunsNoElapseTwiceAndSkipsNone) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
   GTEST_SKIP() << "the Release build runs it (ASan refuses a preloaded library before its runtime)";
 #endif
   const fs::path faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";

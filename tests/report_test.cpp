@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.hpp"
+#include "core/sanitizers.hpp"
 #include "report_util.hpp"
 #include "test_util.hpp"
 
@@ -281,7 +282,7 @@ std::string failed_repetitions(const fs::path& dir) {
 // The whole quick suite, two real trials with short parameters, one a side: every workload and chart kind
 // present, and the page stays small enough to mail or attach to CI.
 TEST(Report, AFullSuiteDiffStaysUnderTwoMiB) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
   // The page's size does not depend on the build; under ASan the suite's run takes 30 s of CI's budget.
   GTEST_SKIP() << "a size check: the Release build runs it";
 #endif

@@ -161,7 +161,7 @@ TEST_F(SourceBuildTest, PatchOutputAndBuildIdAreInBuiltJson) {
   const std::string readelf_id = notes.substr(at + 10, notes.find('\n', at) - at - 10);
   EXPECT_EQ(j["build_id"], readelf_id);
   EXPECT_EQ(k.build_id, readelf_id);
-  EXPECT_EQ(k.hash, j["hash"]);
+  EXPECT_EQ(k.hash, j["hash"].get<std::string>());
   EXPECT_EQ(elf_build_id("/bin/true"), readelf_id);
 }
 

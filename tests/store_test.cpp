@@ -9,6 +9,7 @@
 
 #include "core/bundle_io.hpp"
 #include "core/error.hpp"
+#include "core/sanitizers.hpp"
 #include "core/stats.hpp"
 #include "daemon/store/pg.hpp"
 #include "daemon/store/sqlite.hpp"
@@ -141,7 +142,7 @@ TEST_F(StoreTest, OpeningToReadCreatesNothing) {
 // #30.11: a rebuild commits batch by batch, so that another writer (the daemon ending a step) waits
 // for one batch, not the whole rebuild: a reader polling meanwhile sees the index grow in between.
 TEST_F(StoreTest, RebuildCommitsInBatchesThatAnotherConnectionSeesGrow) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
   // 11 s of JSON parsing under ASan; the rebuild's code runs under it in the test above.
   GTEST_SKIP() << "the Release build runs it";
 #endif

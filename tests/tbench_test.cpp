@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/sanitizers.hpp"
 #include "socket_workloads.hpp"
 #include "workloads/common/placement.hpp"
 #include "workloads/common/task_setup.hpp"
@@ -182,7 +183,7 @@ TEST(Tbench, EveryPossiblePlacementRunsWithSaneMetrics) {
 }
 
 TEST(Tbench, ClientTxtWithTwoClients) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
   // Parsing dbench's 458,344-operation client.txt takes 20 s of CI's budget under ASan; the parser runs
   // under ASan in TbenchLoadfile.ReadsDbenchsOwnClientTxt.
   GTEST_SKIP() << "the Release build runs it";

@@ -16,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/pipe.hpp"
+#include "core/sanitizers.hpp"
 #include "workloads/groups/tasks.hpp"
 
 namespace schedlab::groups {
@@ -49,7 +50,7 @@ class InterruptSignal {
 // are larger). Set as the process's default for the run, restored after.
 class SmallThreadStacks {
  public:
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SCHEDLAB_ASAN)
   static constexpr std::size_t kBytes = 1 << 20;
 #else
   static constexpr std::size_t kBytes = 64 << 10;
