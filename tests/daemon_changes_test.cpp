@@ -81,8 +81,11 @@ TEST(DaemonChanges, ASwitchedConfigurationIsFoundConfirmedAndAlertedInPrometheus
     // At the switch, or a run beside it: a run next to the switch that is slow or fast by chance ranks
     // with the other side (the rerun compares the runs 3 either side, so it still finds the switch).
     EXPECT_LE(std::abs(c.at("index").get<int>() - kBefore), 2) << c.dump(1);
+    // Worse, and by its own interval: the whole interval of the shift lies above zero. Its size is the
+    // host's: half a CPU of bandwidth doubles the loop's time on a CPU of its own, and costs it less
+    // where a neighbour already takes part of that CPU (+19% once beside a CPU hog and another test).
     EXPECT_EQ(c.at("direction"), "worse") << c.dump(1);
-    EXPECT_GT(c.at("change_pct").get<double>(), 50) << c.dump(1);
+    EXPECT_GT(c.at("shift_lower_pct").get<double>(), 0) << c.dump(1);
     ASSERT_TRUE(c.at("rerun").is_string()) << c.dump(1);
     EXPECT_TRUE(fs::exists(c.at("rerun").get<std::string>())) << c.dump(1);
   }
